@@ -1,0 +1,173 @@
+"""Target specs: pydantic models loaded from YAML presets shipped in ``hardware/presets/``.
+
+A preset is a YAML mapping with ``name``, ``family`` and the family's fields. ``extends: <preset>``
+inherits another preset and overrides fields (deep merge), so variants stay one screen long. The
+family's pydantic model lives in module ``solvermap.hardware.<family>`` and registers itself with
+:func:`register_family`; unknown fields are errors (``extra='forbid'``).
+
+A user passes a preset name or a YAML path; ``--set target.a.b=v`` overrides a field after loading.
+Every error is one line naming the file, the field and the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from solvermap.errors import InputError, UnknownNameError
+
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+class TargetSpec(BaseModel):
+    """Base of every target spec: a name, a family (selects the mapper) and a description."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    family: str
+    description: str = ""
+    assumptions: list[str] = []  # numbers not in the seed, with the reason each was chosen
+
+
+_FAMILIES: dict[str, type[TargetSpec]] = {}
+
+
+def register_family(family: str):
+    """Class decorator: the spec model for ``family``."""
+
+    def decorate(cls: type[TargetSpec]) -> type[TargetSpec]:
+        _FAMILIES[family] = cls
+        return cls
+
+    return decorate
+
+
+def spec_class(family: str, source: str = "") -> type[TargetSpec]:
+    if family not in _FAMILIES:
+        try:
+            importlib.import_module(f"solvermap.hardware.{family}")
+        except ModuleNotFoundError:
+            pass
+    if family not in _FAMILIES:
+        raise InputError(source, "family", f"unknown target family {family!r}; known: {', '.join(sorted(known_families()))}")
+    return _FAMILIES[family]
+
+
+def known_families() -> list[str]:
+    names = set(_FAMILIES)
+    names.update(_raw(p).get("family", "?") for p in PRESET_DIR.glob("*.yaml"))
+    return sorted(names)
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    name: str
+    family: str
+    description: str
+    path: Path
+
+
+def presets() -> list[PresetInfo]:
+    out = []
+    for path in sorted(PRESET_DIR.glob("*.yaml")):
+        data = _resolved(path)
+        out.append(PresetInfo(str(data.get("name", path.stem)), str(data.get("family", "?")),
+                              str(data.get("description", "")).strip().split("\n")[0], path))
+    return out
+
+
+def preset_path(name: str) -> Path:
+    path = PRESET_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise UnknownNameError(f"unknown target {name!r}; known presets: {', '.join(p.name for p in presets())} "
+                               "(or pass a YAML file path)")
+    return path
+
+
+def load_target(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> TargetSpec:
+    """Load a preset by name or a YAML file, apply dotted ``overrides`` and validate."""
+    text = str(name_or_path)
+    path = Path(text) if text.endswith((".yaml", ".yml")) or Path(text).is_file() else preset_path(text)
+    if not path.exists():
+        raise InputError(text, "", "no such file")
+    data = _resolved(path)
+    for dotted, value in (overrides or {}).items():
+        set_dotted(data, dotted, value, str(path))
+    return validate_spec(data, str(path))
+
+
+def validate_spec(data: Mapping[str, Any], source: str) -> TargetSpec:
+    if "family" not in data:
+        raise InputError(source, "family", "missing required field")
+    cls = spec_class(str(data["family"]), source)
+    try:
+        return cls.model_validate(dict(data))
+    except ValidationError as exc:
+        raise InputError(source, *_first_error(exc)) from None
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    message = err["msg"]
+    if err["type"] == "extra_forbidden":
+        message = "unknown field"
+    more = len(exc.errors()) - 1
+    return loc, message + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def _raw(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise InputError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), "", "expected a YAML mapping")
+    return data
+
+
+def _resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    data = _raw(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    parent_path = (path.parent / f"{parent}.yaml") if not str(parent).endswith(".yaml") else path.parent / parent
+    if not parent_path.exists():
+        parent_path = PRESET_DIR / f"{parent}.yaml"
+    if not parent_path.exists():
+        raise InputError(str(path), "extends", f"unknown preset {parent!r}")
+    if parent_path in seen:
+        raise InputError(str(path), "extends", "circular extends")
+    base = _resolved(parent_path, seen + (path,))
+    return deep_merge(base, data)
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any, source: str = "--set") -> None:
+    """Set ``a.b.c`` in nested dicts; the parent path must exist (typos are errors, not new fields)."""
+    parts = dotted.split(".")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        if not isinstance(node.get(part), dict):
+            raise InputError(source, ".".join(parts[: i + 1]), "no such section to override")
+        node[part] = dict(node[part])
+        node = node[part]
+    node[parts[-1]] = value

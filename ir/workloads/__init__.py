@@ -1,0 +1,110 @@
+"""Workload registry: built-in workloads by name, per target family.
+
+A workload module in this package registers builders with :func:`register`; the registry imports
+every module here on first use, so adding a workload needs no edit elsewhere. The same name may exist
+for several families (``lenet`` is a Plasticine app and an ApproxHPVM network); the target's family
+picks the one to build. A user may also pass a file (``.json``, ``.dot``, ``.graphml``, ``.onnx``),
+which loads as a graph for any family whose mapper accepts graphs.
+
+A builder takes keyword parameters (with defaults declared at registration, e.g. a parallelization
+factor ``par``) and returns the IR object the family's mapper consumes: a
+:class:`~solvermap.ir.graph.DataflowGraph`, a :class:`~solvermap.ir.loopnest.Program`, or a
+family-specific bundle built from them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from solvermap.errors import InputError, UnknownNameError
+
+GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".onnx")
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    name: str
+    family: str
+    description: str
+    builder: Callable[..., Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Workload:
+    """A built workload: its name, family, the parameters used and the IR object."""
+
+    name: str
+    family: str
+    params: dict[str, Any]
+    ir: Any
+    description: str = ""
+
+
+_REGISTRY: dict[tuple[str, str], WorkloadInfo] = {}
+_DISCOVERED = False
+
+
+def register(name: str, family: str, description: str, params: Mapping[str, Any] | None = None):
+    """Decorator: register ``builder(**params) -> IR`` as workload ``name`` for ``family``."""
+
+    def decorate(builder: Callable[..., Any]) -> Callable[..., Any]:
+        key = (name, family)
+        if key in _REGISTRY and _REGISTRY[key].builder is not builder:
+            raise RuntimeError(f"workload {name!r} registered twice for family {family!r}")
+        _REGISTRY[key] = WorkloadInfo(name, family, description, builder, dict(params or {}))
+        return builder
+
+    return decorate
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+def all_workloads() -> list[WorkloadInfo]:
+    _discover()
+    return sorted(_REGISTRY.values(), key=lambda w: (w.family, w.name))
+
+
+def families_of(name: str) -> list[str]:
+    _discover()
+    return sorted(f for (n, f) in _REGISTRY if n == name)
+
+
+def info(name: str, family: str) -> WorkloadInfo:
+    _discover()
+    if (name, family) not in _REGISTRY:
+        known = sorted(n for (n, f) in _REGISTRY if f == family)
+        others = families_of(name)
+        hint = f"; {name!r} exists for {', '.join(others)}" if others else ""
+        raise UnknownNameError(f"unknown workload {name!r} for target family {family!r}{hint}; "
+                               f"known: {', '.join(known) or '(none)'}")
+    return _REGISTRY[(name, family)]
+
+
+def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
+    """Build a registered workload, or load a graph file when ``name`` is a path."""
+    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
+        from solvermap.ir.serialize import load
+
+        graph = load(name)
+        return Workload(Path(name).stem, family, dict(params or {}), graph, f"graph file {name}")
+    entry = info(name, family)
+    merged = dict(entry.params)
+    for key, value in (params or {}).items():
+        if key not in merged:
+            raise InputError("", f"workload.{key}",
+                             f"unknown parameter for {name!r}; known: {', '.join(sorted(merged)) or '(none)'}")
+        merged[key] = value
+    return Workload(name, family, merged, entry.builder(**merged), entry.description)

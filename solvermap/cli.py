@@ -1,0 +1,285 @@
+"""``solvermap`` command line (typer).
+
+Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION),
+``workloads``, ``targets``, ``decisions``; the design-space commands register themselves from
+``solvermap.search.cli`` when present. User errors print one line to stderr and exit with 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from solvermap.errors import SolvermapError
+
+app = typer.Typer(
+    name="solvermap",
+    help="Mapping compiler and design-space explorer for accelerators: every decision an explicit solver model.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+out_console = Console()
+err_console = Console(stderr=True)
+
+WorkloadOpt = Annotated[str | None, typer.Option("--workload", "-w", help="built-in workload name or graph file")]
+TargetOpt = Annotated[str | None, typer.Option("--target", "-t", help="target preset name or YAML file")]
+SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc (MILP), clarabel|scs|ecos|highs|scip (convex)")]
+TimeOpt = Annotated[float | None, typer.Option("--time-limit", help="seconds per solve")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
+OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (default: a new one under runs/)")]
+ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
+
+
+def _prepare(config_file, workload, target, solver, time_limit, sets):
+    from solvermap.config import build_config
+    from solvermap.hardware.targets import load_target
+    from solvermap.ir.workloads import build as build_workload
+    from solvermap.mappers import pipeline_for
+
+    config = build_config(config_file=config_file, workload=workload, target=target, solver=solver,
+                          time_limit=time_limit, sets=sets or [], defaults=_defaults(workload, target))
+    spec = load_target(config.target.name, config.target.overrides)
+    pipeline = pipeline_for(spec.family)
+    built = build_workload(config.workload.name, spec.family, config.workload.params)
+    return config, spec, pipeline, built
+
+
+def _defaults(workload: str | None, target: str | None) -> dict[str, Any]:
+    """Embedded defaults: the Plasticine target and its pipeline's default workload."""
+    out: dict[str, Any] = {}
+    if target is None:
+        out["target"] = {"name": "plasticine"}
+    if workload is None:
+        try:
+            from solvermap.hardware.targets import load_target
+            from solvermap.mappers import pipeline_for
+
+            spec = load_target(target or "plasticine")
+            default = pipeline_for(spec.family).default_workload
+            if default:
+                out["workload"] = {"name": default}
+        except SolvermapError:
+            pass
+    return out
+
+
+def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet):
+    from solvermap.mappers.pipeline import Context
+    from solvermap.runs import RunDirectory
+
+    config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
+    run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
+    run.write_yaml("config.yaml", config.model_dump())
+    run.write_environment()
+
+    def progress(message: str) -> None:
+        run.log(message)
+        if not quiet:
+            err_console.print(f"[dim]· {message}[/dim]", highlight=False)
+
+    ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
+                  progress=progress)
+    result = pipeline.run(ctx, upto=upto)
+    if upto is not None:
+        payload = result.records[-1].to_json()
+    else:
+        payload = {"workload": built.name, "target": spec.name, "family": spec.family,
+                   "decisions": [r.to_json() for r in result.records], "validation": result.validation}
+    from solvermap.results import to_jsonable
+
+    payload = to_jsonable(payload)
+    run.write_json("records.json", payload)
+    _write_tables(run, result.records)
+    if as_json:
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        _print_records(result.records, result.validation if upto is None else None)
+    err_console.print(f"run directory: {run.path}", highlight=False)
+
+
+def _write_tables(run, records) -> None:
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        row = {"decision": r.decision, "workload": r.workload, "target": r.target, **{
+            f"solver_{k}": v for k, v in r.solver.to_json().items()}}
+        row["baseline_name"] = r.baseline.name if r.baseline else None
+        row["baseline_objective"] = r.baseline.objective if r.baseline else None
+        row["check_ok"] = r.check.ok
+        row["solution_source"] = r.solution_source
+        rows.append(row)
+    if rows:
+        run.write_table("decisions", pd.DataFrame(rows))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _print_records(records, validation) -> None:
+    table = Table(title="decisions", header_style="bold")
+    for col in ("decision", "backend", "status", "objective", "bound", "gap", "baseline", "baseline obj", "check", "solve s"):
+        table.add_column(col)
+    for r in records:
+        s = r.solver
+        table.add_row(r.decision, s.backend, str(s.status), _fmt(s.objective), _fmt(s.bound), _fmt(s.gap),
+                      r.baseline.name if r.baseline else "-", _fmt(r.baseline.objective if r.baseline else None),
+                      "ok" if r.check.ok else f"FAIL ({len(r.check.violations)})", _fmt(s.solve_seconds))
+    out_console.print(table)
+    for r in records:
+        for v in r.check.violations[:5]:
+            out_console.print(f"  [red]{r.decision}: {v.rule}[/red]: {v.message}", highlight=False)
+        if r.validation:
+            _print_mapping(f"{r.decision} validation", r.validation)
+    if validation:
+        _print_mapping("end-to-end validation", validation)
+
+
+def _print_mapping(title: str, mapping: dict) -> None:
+    table = Table(title=title, header_style="bold", show_header=False)
+    table.add_column("key")
+    table.add_column("value")
+    for key, value in mapping.items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value)[:100]
+        table.add_row(str(key), _fmt(value))
+    out_console.print(table)
+
+
+@app.command("map")
+def map_command(
+    workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
+    as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Run the whole pipeline of a target on a workload and validate the mapping by simulation."""
+    _execute("map", None, config, workload, target, solver, time_limit, set_, as_json, out, quiet)
+
+
+@app.command("solve")
+def solve_command(
+    decision: Annotated[str, typer.Argument(help="decision to stop at (see `solvermap decisions`)")],
+    workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
+    as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
+) -> None:
+    """Run the pipeline up to DECISION and report that decision's solve, baseline, check and validation."""
+    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet)
+
+
+@app.command("workloads")
+def workloads_command(as_json: JsonOpt = False) -> None:
+    """List built-in workloads (name, target family, parameters, description)."""
+    from solvermap.ir.workloads import all_workloads
+
+    items = all_workloads()
+    if as_json:
+        sys.stdout.write(json.dumps([{"name": w.name, "family": w.family, "params": dict(w.params),
+                                      "description": w.description} for w in items], indent=2) + "\n")
+        return
+    table = Table(title="workloads", header_style="bold")
+    for col in ("name", "family", "params", "description"):
+        table.add_column(col)
+    for w in items:
+        table.add_row(w.name, w.family, ", ".join(f"{k}={v}" for k, v in w.params.items()), w.description)
+    out_console.print(table)
+
+
+@app.command("targets")
+def targets_command(as_json: JsonOpt = False) -> None:
+    """List target presets (pass a name, or a YAML file path, to --target)."""
+    from solvermap.hardware.targets import presets
+
+    items = presets()
+    if as_json:
+        sys.stdout.write(json.dumps([{"name": p.name, "family": p.family, "description": p.description,
+                                      "path": str(p.path)} for p in items], indent=2) + "\n")
+        return
+    table = Table(title="targets", header_style="bold")
+    for col in ("name", "family", "description"):
+        table.add_column(col)
+    for p in items:
+        table.add_row(p.name, p.family, p.description)
+    out_console.print(table)
+
+
+@app.command("decisions")
+def decisions_command(as_json: JsonOpt = False) -> None:
+    """List decisions: which targets use them, the model kind, formulation and baselines."""
+    from solvermap.mappers import all_pipelines
+
+    rows: dict[str, dict[str, Any]] = {}
+    for pipeline in all_pipelines():
+        for step in pipeline.steps:
+            if step.kind != "decision":
+                continue
+            row = rows.setdefault(step.name, {"name": step.name, "summary": step.summary, "families": [],
+                                              "model": step.model, "formulation": step.formulation,
+                                              "baselines": list(step.baselines)})
+            row["families"].append(pipeline.family)
+    items = sorted(rows.values(), key=lambda r: r["name"])
+    if as_json:
+        sys.stdout.write(json.dumps(items, indent=2) + "\n")
+        return
+    table = Table(title="decisions", header_style="bold")
+    for col in ("decision", "families", "model", "baselines", "summary"):
+        table.add_column(col)
+    for r in items:
+        table.add_row(r["name"], ", ".join(r["families"]), r["model"], ", ".join(r["baselines"]), r["summary"])
+    out_console.print(table)
+
+
+def _register_extensions() -> None:
+    """Commands contributed by subpackages (e.g. ``explore``/``batch`` from ``solvermap.search.cli``)."""
+    import importlib
+
+    for module in ("solvermap.search.cli",):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        mod.register(app)
+
+
+def main() -> None:
+    _register_extensions()
+    try:
+        app(standalone_mode=False)
+    except SolvermapError as exc:
+        err_console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - click's own errors (typer vendors click) by duck typing
+        name = type(exc).__name__
+        if name == "Exit":
+            sys.exit(getattr(exc, "exit_code", 0))
+        if name == "Abort":
+            sys.exit(1)
+        if name == "NoArgsIsHelpError":
+            out_console.print(exc.format_message(), highlight=False, markup=False)
+            sys.exit(0)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            err_console.print(f"error: {exc.format_message()} (see solvermap --help)", highlight=False, markup=False,
+                              soft_wrap=True)
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Run configuration: what to map, on which target, with which solver — from YAML, flags and ``--set``.
+
+YAML (all keys optional except ``workload`` and ``target``)::
+
+    workload: {name: dotproduct, params: {par: 16}}     # or just: workload: dotproduct
+    target: {name: plasticine, overrides: {pcu.stages: 4}}   # or just: target: plasticine
+    solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
+    decisions: {partition: {variant: table42, solver: {backend: highs}}}
+    seed: 0
+
+``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
+workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
+``decisions.partition.variant=table42``, ``seed=3``. The run seed is the solver seed unless
+``solver.seed`` is set explicitly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from solvermap.errors import InputError
+from solvermap.formulations.solver import SolverConfig
+
+
+class WorkloadRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TargetRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workload: WorkloadRef
+    target: TargetRef
+    solver: SolverConfig = Field(default_factory=SolverConfig)
+    decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    seed: int = Field(0, ge=0)
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _workload_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _seed_solver(self) -> RunConfig:
+        if "seed" not in self.solver.model_fields_set:
+            object.__setattr__(self, "solver", self.solver.with_(seed=self.seed))
+        return self
+
+
+def parse_set(items: list[str]) -> list[tuple[str, Any]]:
+    out = []
+    for item in items:
+        if "=" not in item:
+            raise InputError("--set", item, "expected key=value")
+        key, raw = item.split("=", 1)
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            value = raw
+        out.append((key.strip(), value))
+    return out
+
+
+def build_config(
+    *,
+    config_file: str | None = None,
+    workload: str | None = None,
+    target: str | None = None,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    sets: list[str] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> RunConfig:
+    """Merge (defaults ← config file ← flags ← --set) into a validated :class:`RunConfig`."""
+    data: dict[str, Any] = {"workload": {"name": ""}, "target": {"name": ""}, "solver": {}, "decisions": {}}
+    for key, value in (defaults or {}).items():
+        data[key] = value
+    source = "command line"
+    if config_file:
+        source = config_file
+        path = Path(config_file)
+        if not path.exists():
+            raise InputError(config_file, "", "no such file")
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise InputError(config_file, "", f"invalid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise InputError(config_file, "", "expected a YAML mapping")
+        for key, value in loaded.items():
+            if key in ("workload", "target") and isinstance(value, str):
+                value = {"name": value}
+            data[key] = value
+    data["workload"] = dict(data["workload"]) if isinstance(data["workload"], dict) else {"name": data["workload"]}
+    data["target"] = dict(data["target"]) if isinstance(data["target"], dict) else {"name": data["target"]}
+    data["solver"] = dict(data.get("solver") or {})
+    if workload:
+        data["workload"]["name"] = workload
+    if target:
+        data["target"]["name"] = target
+    if solver:
+        data["solver"]["backend"] = solver
+    if time_limit is not None:
+        data["solver"]["time_limit_s"] = time_limit
+    for key, value in parse_set(sets or []):
+        _apply_set(data, key, value)
+    if not data["workload"].get("name"):
+        raise InputError(source, "workload", "missing (pass --workload or set it in the config file)")
+    if not data["target"].get("name"):
+        raise InputError(source, "target", "missing (pass --target or set it in the config file)")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        raise InputError(source, loc, msg) from None
+
+
+def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
+    head, _, rest = key.partition(".")
+    if head == "workload" and rest and rest != "name":
+        data["workload"].setdefault("params", {})[rest] = value
+    elif head == "target" and rest and rest != "name":
+        data["target"].setdefault("overrides", {})[rest] = value
+    elif head == "solver" and rest:
+        data["solver"][rest] = value
+    elif head == "decisions" and rest:
+        name, _, option = rest.partition(".")
+        if not option:
+            raise InputError("--set", key, "expected decisions.<decision>.<option>=value")
+        node = data.setdefault("decisions", {}).setdefault(name, {})
+        parts = option.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    elif head in ("workload", "target") and rest == "name":
+        data[head]["name"] = value
+    elif head == "seed" and not rest:
+        data["seed"] = value
+    else:
+        raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
+                         "decisions.<decision>.<option> or seed")

@@ -1,0 +1,35 @@
+"""Errors a user can cause; the CLI prints each as one line and exits with status 2."""
+
+from __future__ import annotations
+
+
+class SolvermapError(Exception):
+    """Base class: an error whose message is complete enough to print on its own line."""
+
+    exit_code = 2
+
+
+class InputError(SolvermapError):
+    """Bad input: names the file (or source), the field and the problem."""
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source, self.field, self.problem = source, field, problem
+        where = f"{source}: " if source else ""
+        at = f"field '{field}': " if field else ""
+        super().__init__(f"{where}{at}{problem}")
+
+
+class ConfigError(SolvermapError):
+    """An invalid combination of options."""
+
+
+class BackendUnavailable(SolvermapError):
+    """A solver backend is not installed or not usable here; the message names the extra to install."""
+
+
+class InfeasibleError(SolvermapError):
+    """A decision has no feasible solution; the message names the constraint group (or node) at fault."""
+
+
+class UnknownNameError(SolvermapError):
+    """An unknown workload, target, decision or option name."""
