@@ -1,0 +1,1372 @@
+"""Capacity-limited partitioning, merging and heterogeneous bin packing (seed 004 Tables 4.1–4.4).
+
+The one shared model for "put items into bins": SARA compute partitioning (Table 4.2, L599–608),
+SARA global merging (Tables 4.3/4.4, L615–623, L670), PUMA core/tile grouping and memory-tile packing.
+Problem, decision and objective: :mod:`solvermap.formulations.problems.partition`.
+
+Variant ``ours`` (default)
+--------------------------
+Sets      I items (in topological order of the forward links when acyclic, else by decreasing size),
+          B = {0..S−1} bin slots (S from the warm start: no better solution uses more bins),
+          T bin types, G broadcast groups g = (source, port) with consumer items D_g and kind k_g,
+          E forward item→item links.
+Params    demand c[i,r]; per type: capacity C[τ,r], reduction (sum | max), input/output arity
+          In[τ,k] / Out[τ,k], count n_τ, cost κ_τ; feasible types F(i) (pairs allowed, max-reduced and
+          own-arity demands fit); retiming: hop latency L, buffer depth b_d; weights w_bins, w_ret, w_traf.
+Vars      x[i,b] ∈ {0,1} item i in slot b (only b ∈ dom(i), see bounds);
+          w[b,τ] ∈ {0,1} slot b is a used bin of type τ (one type: w[b] = "slot b used");
+          y[g,b], z[g,b] ∈ {0,1} value g enters / leaves bin b (only for limited kinds, or traffic);
+          a[i,b] ∈ {0,1} prefix "i is in a slot ≤ b" (acyclic only);
+          retiming only: t[b] ∈ Z≥0 bin delay, e[g] ∈ Z≥0 external source delay, s[i] ∈ Z≥0 item delay,
+          c[l] ∈ {0,1} link l crosses bins, r[g,b] ∈ Z≥0 retiming bins on the link of g into b.
+Minimise  w_bins Σ κ_τ w[b,τ] + w_ret Σ r[g,b] + w_traf Σ traffic_g y[g,b]
+s.t.      assignment        Σ_b x[i,b] = 1
+          bin-type          x[i,b] ≤ Σ_{τ∈F(i)} w[b,τ];  Σ_τ w[b,τ] ≤ 1
+          capacity          Σ_i c[i,r] x[i,b] ≤ Σ_τ C[τ,r] w[b,τ]      (sum resources; max resources
+                            are exactly the feasibility F(i), Table 4.4's r = max)
+          type-count        Σ_b w[b,τ] ≤ n_τ
+          input-arity       y[g,b] ≥ x[d,b] − x[src g,b] (d ∈ D_g; x[src] = 0 if external);
+                            Σ_{g: k_g = k} y[g,b] ≤ Σ_τ In[τ,k] w[b,τ]   (a broadcast counts once, L637)
+          output-arity      z[g,b] ≥ x[src,b] − x[d,b]; z[g,b] ≥ x[src,b] if g has an external consumer;
+                            Σ_{g: k_g = k} z[g,b] ≤ Σ_τ Out[τ,k] w[b,τ]
+          order             a[i,b] = a[i,b−1] + x[i,b];  a[d,b] ≤ a[s,b] ∀(s→d) ∈ E, b   — slots are
+                            numbered in a topological order of the quotient graph, so it is acyclic
+                            (no delays and no big-M; replaces Table 4.2's delay-based cycle constraint)
+          cluster           items of different clusters never share a slot (per-cluster solves)
+          retiming          t[b] ≤ t[b+1] (slots sorted by delay); s[i] = t[bin(i)] via prefix a;
+                            s[d] ≥ s[src] + L·c[l], c[l] ≥ x[d,b] − x[src,b]; s[d] ≥ e[g] + L (external);
+                            (b_d + L)·r[g,b] ≥ s[d] − s[src] − L − b_d − M(1 − x[d,b])
+Symmetry  slots used as a prefix: Σ_τ w[b,τ] ≥ Σ_τ w[b+1,τ]; without acyclicity the representative
+          rule x[i,b] = 0 for b > rank(i) (bins numbered by their first item).
+Bounds    (certified, :func:`lower_bound`) Σ κ w ≥ LB = max of: resource bound ⌈Σ c / C⌉; arity bound
+          ⌈#external inputs (outputs) of kind k / In (Out)⌉; big-item bound (items that pairwise exceed a
+          capacity); chain bound max_i ⌈anc(i)/C⌉ + ⌈desc(i)/C⌉ − 1 (ancestors fill a prefix of slots,
+          descendants a suffix), which also fixes dom(i) = [⌈anc(i)/C⌉ − 1, S − ⌈desc(i)/C⌉];
+          type-exclusive bound Σ_τ ⌈demand of the items only τ can hold / C_τ⌉ (several types).
+Two phases (retiming problems) (A) the model without retiming: its optimum P* bins is a lower bound of
+          the joint objective (retiming bins ≥ 0) and its solution, scheduled, a candidate — optimal when
+          it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started.
+Warm start the best baseline, renumbered into canonical slot order, hints every variable.
+Decomposition clusters solve independently when no bin type has a finite count.
+Large     above 250,000 item × slot pairs each item is restricted to slots within a window of its warm-start
+          slot (a large-neighbourhood search); only the combinatorial lower bound is then reported.
+
+Variant ``table42`` (the seed's literal formulation, for comparison on the same backend)
+------------------------------------------------------------------------------------------
+B[i,j] for every item and every one of P = (warm start's bin count) columns; u_j = proj_B(Σ_i B[i,j])
+by big-M; node delays d_n and partition delays d_p with big-M Delay Consistency; Dependency
+d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] (this is also its only cycle constraint); Output arity
+Σ and(B[s,p], proj_B(Σ_dest (1 − B[d,p]))); Input arity Σ max{proj_B(Σ_dest B[d,:]) − B[s,:], 0};
+retiming α Σ_edges proj_B(max{d_n(j) − d_n(i) − L − b_d, 0}); Constant Validity d ≤ K. No symmetry
+breaking, no lower bounds, no variable fixing. Single bin type only (partitioning, Table 4.2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solvermap.errors import ConfigError
+from solvermap.formulations.decision import Solved, combine
+from solvermap.formulations.problems.partition import (
+    BinType,
+    _topo,
+    complete,
+    cross_arcs,
+    PartitionDecision,
+    PartitionProblem,
+    objective,
+    required_retiming,
+)
+from solvermap.formulations.solver import (
+    ModelBuilder,
+    SolveResult,
+    SolverConfig,
+    Status,
+    explain_infeasible,
+    linear_sum,
+    relative_gap,
+    solve_milp,
+)
+
+NAME = "partition"
+KIND = "milp"
+VARIANTS = ("ours", "table42")
+
+
+# ---------------------------------------------------------------------- bounds and diagnosis
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """A certified lower bound on the bins' cost, with the argument that gives it."""
+
+    bins: int  # lower bound on the number of bins
+    cost: float  # lower bound on Σ cost (bins × cheapest cost)
+    reason: str
+    parts: dict[str, int] = field(default_factory=dict)
+
+
+def _sum_resources(problem: PartitionProblem) -> dict[str, float]:
+    """Resources every type reduces by sum → the largest capacity any type offers."""
+    out: dict[str, float] = {}
+    resources = {r for i in problem.items for r, v in i.demand.items() if v > 0}
+    for r in sorted(resources):
+        if any(t.reduce_of(r) == "max" for t in problem.bin_types):
+            continue
+        cap = max(t.cap(r) for t in problem.bin_types)
+        if cap > 0:
+            out[r] = cap
+    return out
+
+
+def _reachability(problem: PartitionProblem, order: list[str]) -> np.ndarray | None:
+    """anc[i, j] = item j is an ancestor of (or equal to) item i, in ``order`` indexing."""
+    n = len(order)
+    if n > 6000:
+        return None
+    index = {name: k for k, name in enumerate(order)}
+    anc = np.eye(n, dtype=bool)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in problem.order_links():
+        preds[index[d]].append(index[s])
+    for k in range(n):
+        for p in preds[k]:
+            anc[k] |= anc[p]
+    return anc
+
+
+def _chain_counts(problem: PartitionProblem, order: list[str]) -> tuple[list[int], list[int]] | None:
+    """Per item (in ``order``): bins needed by its ancestors (incl. itself) and by its descendants."""
+    if not problem.acyclic:
+        return None
+    anc = _reachability(problem, order)
+    if anc is None:
+        return None
+    n = len(order)
+    need_up = np.ones(n, dtype=np.int64)
+    need_down = np.ones(n, dtype=np.int64)
+    for r, cap in _sum_resources(problem).items():
+        demand = np.array([problem.item(name).demand.get(r, 0.0) for name in order])
+        up = anc.astype(np.float64) @ demand
+        down = anc.T.astype(np.float64) @ demand
+        need_up = np.maximum(need_up, np.ceil(up / cap - 1e-9).astype(np.int64))
+        need_down = np.maximum(need_down, np.ceil(down / cap - 1e-9).astype(np.int64))
+    index = {name: k for k, name in enumerate(order)}
+    for kind, limit in _max_limits(problem, "inputs").items():
+        ext = [g for g in problem.groups() if g.kind == kind and not g.source_is_item]
+        if not ext or limit <= 0:
+            continue
+        consumed = np.zeros((n, len(ext)), dtype=bool)
+        for k, g in enumerate(ext):
+            for c in g.consumers:
+                consumed[index[c], k] = True
+        count = (anc.astype(np.int64) @ consumed.astype(np.int64)) > 0
+        need_up = np.maximum(need_up, np.ceil(count.sum(axis=1) / limit - 1e-9).astype(np.int64))
+    for kind, limit in _max_limits(problem, "outputs").items():
+        ext = [g for g in problem.groups() if g.kind == kind and g.source_is_item and g.external_consumer]
+        if not ext or limit <= 0:
+            continue
+        produced = np.zeros((n, len(ext)), dtype=bool)
+        for k, g in enumerate(ext):
+            produced[index[g.key[0]], k] = True
+        count = (anc.T.astype(np.int64) @ produced.astype(np.int64)) > 0
+        need_down = np.maximum(need_down, np.ceil(count.sum(axis=1) / limit - 1e-9).astype(np.int64))
+    return need_up.tolist(), need_down.tolist()
+
+
+def _max_limits(problem: PartitionProblem, side: str) -> dict[str, int]:
+    """Per link kind: the largest arity limit of any type, when every type limits that kind."""
+    kinds = {g.kind for g in problem.groups()}
+    out = {}
+    for k in sorted(kinds):
+        limits = [getattr(t, side).get(k) for t in problem.bin_types]
+        if all(v is not None for v in limits):
+            out[k] = max(limits)
+    return out
+
+
+def lower_bound(problem: PartitionProblem, order: list[str] | None = None) -> LowerBound:
+    """Certified lower bound on the number (and cost) of bins; see the module docstring."""
+    if not problem.items:
+        return LowerBound(0, 0.0, "no items")
+    parts: dict[str, int] = {"one bin": 1}
+    for r, cap in _sum_resources(problem).items():
+        parts[f"total {r}"] = math.ceil(sum(i.demand.get(r, 0.0) for i in problem.items) / cap - 1e-9)
+    for kind, limit in _max_limits(problem, "inputs").items():
+        n = sum(1 for g in problem.groups() if g.kind == kind and not g.source_is_item)
+        if n and limit > 0:
+            parts[f"external {kind} inputs"] = math.ceil(n / limit)
+    for kind, limit in _max_limits(problem, "outputs").items():
+        n = sum(1 for g in problem.groups() if g.kind == kind and g.source_is_item and g.external_consumer)
+        if n and limit > 0:
+            parts[f"external {kind} outputs"] = math.ceil(n / limit)
+    big = 0
+    sums = _sum_resources(problem)
+    for i in problem.items:
+        if any(i.demand.get(r, 0.0) > cap / 2 + 1e-9 for r, cap in sums.items()):
+            big += 1
+    parts["items over half a bin"] = big
+    if problem.acyclic:
+        order = order or problem.topological_items()
+        chains = _chain_counts(problem, order)
+        if chains is not None:
+            up, down = chains
+            parts["longest chain"] = max(u + d - 1 for u, d in zip(up, down))
+    if len(problem.bin_types) > 1:
+        parts["type-exclusive items"] = _type_exclusive_bound(problem)
+    clusters = problem.clusters()
+    if len(clusters) > 1:
+        parts["one bin per cluster"] = len(clusters)
+    best = max(parts, key=lambda k: (parts[k], k))
+    count = parts[best]
+    cheapest = min(t.cost for t in problem.bin_types)
+    return LowerBound(count, count * cheapest, f"{best}: {count} bins", parts)
+
+
+def _type_exclusive_bound(problem: PartitionProblem) -> int:
+    """Items that fit exactly one type need bins of that type; bins of different types are disjoint."""
+    only: dict[str, list] = {}
+    for item in problem.items:
+        types = problem.feasible_types(item.name)
+        if len(types) == 1:
+            only.setdefault(types[0].name, []).append(item)
+    total = 0
+    for name, items in only.items():
+        t = problem.bin_type(name)
+        need = 1
+        for r in {r for i in items for r in i.demand}:
+            if t.reduce_of(r) == "sum" and t.cap(r) > 0:
+                need = max(need, math.ceil(sum(i.demand.get(r, 0.0) for i in items) / t.cap(r) - 1e-9))
+        total += need
+    return total
+
+
+def diagnose(problem: PartitionProblem) -> str | None:
+    """Name the item that fits no bin type and the limit it breaks, or a count that is too small."""
+    for item in problem.items:
+        if not problem.feasible_types(item.name):
+            reasons = []
+            for t in problem.bin_types:
+                why = problem.intrinsic_violations(item.name, t)
+                reasons.append(f"{why[0]}" if why else f"does not fit a {t.name}")
+            return f"node '{item.name}' fits no {'/'.join(t.name for t in problem.bin_types)}: {'; '.join(reasons)}"
+    counted = [t for t in problem.bin_types if t.count is not None]
+    for t in counted:  # items that only this type can hold
+        only = [i for i in problem.items if [f.name for f in problem.feasible_types(i.name)] == [t.name]]
+        if not only:
+            continue
+        need = 1
+        for r in sorted({r for i in only for r in i.demand}):
+            if t.reduce_of(r) == "sum" and t.cap(r) > 0:
+                need = max(need, math.ceil(sum(i.demand.get(r, 0.0) for i in only) / t.cap(r) - 1e-9))
+        if need > t.count:
+            return (f"{len(only)} items fit only a {t.name} and need at least {need} of them "
+                    f"(their total demand), the target has {t.count}")
+    if len(counted) == len(problem.bin_types):
+        available = sum(t.count for t in counted)
+        need = lower_bound(problem).bins
+        if need > available:
+            return f"needs at least {need} bins ({lower_bound(problem).reason}), only {available} available"
+        for t in counted:
+            only = [i.name for i in problem.items if [f.name for f in problem.feasible_types(i.name)] == [t.name]]
+            if len(only) > 0 and t.count == 0:
+                return f"node '{only[0]}' fits only a {t.name} and the target has none"
+    return None
+
+
+# ---------------------------------------------------------------------- the model (variant "ours")
+
+
+@dataclass
+class PartitionModel:
+    builder: ModelBuilder
+    problem: PartitionProblem
+    order: list[str]
+    slots: int
+    types: list[BinType]
+    x: dict[tuple[str, int], Any]
+    w: dict[tuple[int, int], Any]
+    t: dict[int, Any] = field(default_factory=dict)
+    e: dict[tuple[str, str], Any] = field(default_factory=dict)
+    node_delay: dict[str, Any] = field(default_factory=dict)
+    r: dict[tuple[tuple[str, str], int], Any] = field(default_factory=dict)
+    cross: dict[tuple[str, str], Any] = field(default_factory=dict)
+    bound: LowerBound | None = None
+    variant: str = "ours"
+
+
+def _item_order(problem: PartitionProblem) -> list[str]:
+    if problem.acyclic:
+        return problem.topological_items()
+    sums = _sum_resources(problem)
+
+    def size(item) -> float:
+        return max([item.demand.get(r, 0.0) / cap for r, cap in sums.items()] or [0.0])
+
+    position = {n: k for k, n in enumerate(problem.item_names)}
+    return [i.name for i in sorted(problem.items, key=lambda i: (-size(i), position[i.name]))]
+
+
+def _slot_count(problem: PartitionProblem, hint: PartitionDecision | None) -> int:
+    n = len(problem.items)
+    counted = [t.count for t in problem.bin_types]
+    cap = n if any(c is None for c in counted) else min(n, sum(counted))
+    if hint is None:
+        return max(cap, 1)
+    used = len(set(hint.assignment.values()))
+    cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
+    if cheapest <= 0:
+        return max(cap, used, 1)
+    budget = math.floor(objective(problem, hint) / cheapest + 1e-9)
+    return max(used, min(cap, budget), 1)
+
+
+def _canonical(problem: PartitionProblem, hint: PartitionDecision, order: list[str]) -> PartitionDecision:
+    """The hint renumbered into the model's slot order (topological / by delay / by first item)."""
+    rank = {n: k for k, n in enumerate(order)}
+    bins = sorted(set(hint.assignment.values()))
+    if problem.acyclic:
+        succ: dict[int, set[int]] = {b: set() for b in bins}
+        for s, d in problem.order_links():
+            p, q = hint.assignment[s], hint.assignment[d]
+            if p != q:
+                succ[p].add(q)
+        first = {b: min(rank[n] for n, c in hint.assignment.items() if c == b) for b in bins}
+        delay = {b: hint.delays.get(b, 0) for b in bins} if problem.retiming else dict.fromkeys(bins, 0)
+        indeg = dict.fromkeys(bins, 0)
+        for b in bins:
+            for q in succ[b]:
+                indeg[q] += 1
+        ready = [b for b in bins if indeg[b] == 0]
+        new_order = []
+        while ready:
+            ready.sort(key=lambda b: (delay[b], first[b]))
+            b = ready.pop(0)
+            new_order.append(b)
+            for q in succ[b]:
+                indeg[q] -= 1
+                if indeg[q] == 0:
+                    ready.append(q)
+        if len(new_order) != len(bins):  # cyclic hint: keep it as it is (the solver ignores a bad hint)
+            new_order = bins
+        if problem.retiming and len(problem.clusters()) == 1:
+            topo_rank = {b: k for k, b in enumerate(new_order)}
+            new_order = sorted(new_order, key=lambda b: (delay[b], topo_rank[b]))
+    else:
+        new_order = sorted(bins, key=lambda b: min(rank[n] for n, c in hint.assignment.items() if c == b))
+    renumber = {b: k for k, b in enumerate(new_order)}
+    return PartitionDecision(
+        {n: renumber[b] for n, b in hint.assignment.items()},
+        {renumber[b]: hint.bin_types[b] for b in bins},
+        {renumber[b]: t for b, t in hint.delays.items() if b in renumber},
+        dict(hint.source_delays),
+        {(s, p, renumber[b]): v for (s, p, b), v in hint.retiming.items() if b in renumber},
+    )
+
+
+def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
+          min_bins: int | None = None, window: int | None = None, slots: int | None = None,
+          max_retiming: int | None = None) -> PartitionModel:
+    """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
+    ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
+    bound is then not a global bound)."""
+    m = ModelBuilder(f"partition:{problem.name}")
+    order = _item_order(problem)
+    types = list(problem.bin_types)
+    S = slots if slots is not None else _slot_count(problem, hint)
+    one_type = len(types) == 1
+    feasible = {n: [k for k, t in enumerate(types) if t in problem.feasible_types(n)] for n in order}
+    bound = lower_bound(problem, order if problem.acyclic else None)
+    if min_bins is not None and min_bins > bound.bins:
+        cheapest = min(t.cost for t in types)
+        bound = LowerBound(min_bins, min_bins * cheapest, f"phase A (no retiming) optimum: {min_bins} bins",
+                           {**bound.parts, "phase A optimum": min_bins})
+
+    # domains: chain bounds (acyclic) or representative rule
+    dom: dict[str, range] = {}
+    chains = _chain_counts(problem, order) if problem.acyclic else None
+    for k, n in enumerate(order):
+        lo, hi = 0, S - 1
+        if chains is not None:
+            lo = chains[0][k] - 1
+            hi = S - chains[1][k]
+        elif not problem.acyclic:
+            hi = min(hi, k)
+        dom[n] = range(max(lo, 0), min(hi, S - 1) + 1)
+    canonical = _canonical(problem, hint, order) if hint is not None else None
+    if window is not None and canonical is not None:  # large-neighbourhood restriction around the warm start
+        for n in order:
+            home = canonical.assignment[n]
+            dom[n] = range(max(dom[n].start, home - window), min(dom[n].stop - 1, home + window) + 1)
+
+    # variables ---------------------------------------------------------------------------
+    w: dict[tuple[int, int], Any] = {}
+    for b in range(S):
+        for k in range(len(types)):
+            w[b, k] = m.binary(f"w[{b},{types[k].name}]")
+    x: dict[tuple[str, int], Any] = {}
+    for n in order:
+        if not feasible[n]:
+            continue
+        for b in dom[n]:
+            x[n, b] = m.binary(f"x[{n},{b}]")
+
+    def used(b: int) -> Any:
+        return linear_sum(w[b, k] for k in range(len(types)))
+
+    # assignment, bin-type, symmetry --------------------------------------------------------
+    for n in order:
+        m.add(linear_sum(x[n, b] for b in dom[n] if (n, b) in x) == 1, "assignment", n)
+    for (n, b), var in x.items():
+        allowed = feasible[n]
+        if one_type or len(allowed) == len(types):
+            m.add(var <= used(b), "bin-type", f"{n},{b}")
+        else:
+            m.add(var <= linear_sum(w[b, k] for k in allowed), "bin-type", f"{n},{b}")
+    for b in range(S):
+        if len(types) > 1:
+            m.add(used(b) <= 1, "bin-type", f"one type {b}")
+        if b + 1 < S:
+            m.add(used(b + 1) <= used(b), "symmetry", f"prefix {b}")
+
+    # capacity (sum resources; max resources are in the feasibility relation) ------------------
+    members: dict[int, list[str]] = {b: [] for b in range(S)}
+    for n, b in x:
+        members[b].append(n)
+    resources = sorted({r for i in problem.items for r, v in i.demand.items() if v > 0})
+    for r in resources:
+        for b in range(S):
+            terms = [problem.item(n).demand.get(r, 0.0) * x[n, b] for n in members[b] if problem.item(n).demand.get(r, 0.0)]
+            if not terms:
+                continue
+            cap_terms = [types[k].cap(r) * w[b, k] for k in range(len(types))
+                         if types[k].reduce_of(r) == "sum" and types[k].cap(r) > 0]
+            if all(types[k].reduce_of(r) == "max" for k in range(len(types))):
+                continue
+            m.add(linear_sum(terms) <= linear_sum(cap_terms) if cap_terms else linear_sum(terms) <= 0,
+                  "capacity", f"{r},{b}")
+
+    # type counts --------------------------------------------------------------------------
+    for k, t in enumerate(types):
+        if t.count is not None and t.count < S:
+            m.add(linear_sum(w[b, k] for b in range(S)) <= t.count, "type-count", t.name)
+
+    # clusters (only when solved jointly) ---------------------------------------------------
+    clusters = problem.clusters()
+    if len(clusters) > 1:
+        names = sorted(clusters)
+        for b in range(S):
+            cvar = {c: m.binary(f"cluster[{b},{c}]") for c in names}
+            m.add(linear_sum(cvar.values()) <= 1, "cluster", f"one {b}")
+            for c in names:
+                for n in clusters[c]:
+                    if (n, b) in x:
+                        m.add(x[n, b] <= cvar[c], "cluster", f"{n},{b}")
+
+    # arity --------------------------------------------------------------------------------
+    groups = problem.groups()
+    limited_in = {g.kind for g in groups if any(g.kind in t.inputs for t in types)}
+    limited_out = {g.kind for g in groups if any(g.kind in t.outputs for t in types)}
+    traffic = problem.weights.traffic > 0
+    y: dict[tuple[tuple[str, str], int], Any] = {}
+    z: dict[tuple[tuple[str, str], int], Any] = {}
+    for g in groups:
+        src = g.key[0] if g.source_is_item else None
+        if g.kind in limited_in or traffic:
+            slots = sorted({b for d in g.consumers for b in dom[d] if (d, b) in x})
+            for b in slots:
+                var = y[g.key, b] = m.binary(f"y[{g.key[0]}.{g.key[1]},{b}]")
+                for d in g.consumers:
+                    if (d, b) in x:
+                        rhs = x[d, b] - x[src, b] if (src, b) in x else x[d, b]
+                        m.add(var >= rhs, "input-arity", f"{g.key[0]}->{d},{b}")
+        if g.kind in limited_out and src is not None:
+            for b in dom[src]:
+                if (src, b) not in x:
+                    continue
+                var = z[g.key, b] = m.binary(f"z[{g.key[0]}.{g.key[1]},{b}]")
+                if g.external_consumer:
+                    m.add(var >= x[src, b], "output-arity", f"{g.key[0]}->ext,{b}")
+                for d in g.consumers:
+                    rhs = x[src, b] - x[d, b] if (d, b) in x else x[src, b]
+                    m.add(var >= rhs, "output-arity", f"{g.key[0]}->{d},{b}")
+    kind_of = {g.key: g.kind for g in groups}
+    for side, table, limited in (("inputs", y, limited_in), ("outputs", z, limited_out)):
+        group_name = "input-arity" if side == "inputs" else "output-arity"
+        by_slot: dict[tuple[str, int], list[Any]] = {}
+        for (key, b), var in table.items():
+            if kind_of[key] in limited:
+                by_slot.setdefault((kind_of[key], b), []).append(var)
+        for (kind, b), terms in sorted(by_slot.items()):
+            total = len(terms)
+            cap_terms = [min(getattr(t, side).get(kind, total), total) * w[b, k] for k, t in enumerate(types)]
+            m.add(linear_sum(terms) <= linear_sum(cap_terms), group_name, f"{kind} limit {b}")
+
+    # acyclicity by topological slot order ---------------------------------------------------
+    a: dict[tuple[str, int], Any] = {}
+    if problem.acyclic:
+        for n in order:
+            prev = None
+            for b in range(S):
+                if b < dom[n].start:
+                    continue
+                if b >= dom[n].stop - 1:
+                    break  # a[n, b] = 1 from the last slot of the domain on
+                var = a[n, b] = m.binary(f"a[{n},{b}]")
+                step = x[n, b] if (n, b) in x else 0
+                m.add(var == (prev + step if prev is not None else step), "order", f"prefix {n},{b}")
+                prev = var
+        for s, d in problem.order_links():
+            if dom[d].stop - 1 < dom[s].start:  # d must precede s by the bounds: impossible
+                m.add(linear_sum([]) >= 1, "order", f"{s}->{d},bounds")
+                continue
+            # outside [start of d, end of s) the constraint is trivially true (a constant side)
+            for b in range(max(0, dom[d].start), min(S, dom[s].stop)):
+                lhs = _prefix(a, dom, d, b)
+                rhs = _prefix(a, dom, s, b)
+                if isinstance(lhs, int) and isinstance(rhs, int):
+                    if lhs > rhs:
+                        m.add(linear_sum([]) >= 1, "order", f"{s}->{d},{b}")  # impossible by bounds
+                    continue
+                if isinstance(rhs, int) and rhs == 1:
+                    continue
+                if isinstance(lhs, int) and lhs == 0:
+                    continue
+                m.add(_expr(lhs) <= _expr(rhs), "order", f"{s}->{d},{b}")
+
+    # retiming -----------------------------------------------------------------------------
+    model = PartitionModel(m, problem, order, S, types, x, w, bound=bound)
+    retime_cost = []
+    if problem.retiming is not None:
+        retime_cost = _retiming_block(m, model, dom, a, groups)
+
+    # certified lower bound -----------------------------------------------------------------
+    cost_expr = linear_sum(types[k].cost * w[b, k] for b in range(S) for k in range(len(types)))
+    if bound.bins > 1:
+        if one_type:
+            m.add(linear_sum(w[b, 0] for b in range(S)) >= bound.bins, "lower-bound", bound.reason)
+        else:
+            m.add(linear_sum(w.values()) >= bound.bins, "lower-bound", bound.reason)
+
+    # objective ----------------------------------------------------------------------------
+    terms = [problem.weights.bins * cost_expr]
+    if retime_cost and problem.weights.retiming:
+        terms.append(problem.weights.retiming * linear_sum(retime_cost))
+    if retime_cost and max_retiming is not None:
+        m.add(linear_sum(retime_cost) <= max_retiming, "retiming", "at most the retiming that still improves")
+    if traffic:
+        tr = {g.key: g.traffic for g in groups}
+        terms.append(problem.weights.traffic * linear_sum(tr[key] * var for (key, _), var in y.items()))
+    m.minimize(linear_sum(terms))
+
+    if hint is not None:
+        _hint_ours(model, dom, a, y, z, groups, canonical)
+    return model
+
+
+def _prefix(a, dom, n: str, b: int) -> Any:
+    """a[n, b] as a variable or a constant from the domain bounds."""
+    if b < dom[n].start:
+        return 0
+    if b >= dom[n].stop - 1:
+        return 1
+    return a[n, b]
+
+
+def _expr(v: Any) -> Any:
+    return linear_sum([v]) if not isinstance(v, int) else linear_sum([]) + v
+
+
+def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups) -> list[Any]:
+    problem, x, S = model.problem, model.x, model.slots
+    L, depth = problem.retiming.hop_latency, problem.retiming.buffer_depth
+    cluster = {i.name: i.cluster for i in problem.items}
+
+    def ext_key(g, d) -> tuple[str, str, str] | None:
+        """The value is external to d's cluster (schedules are per cluster)."""
+        if g.source_is_item and cluster[g.key[0]] == cluster[d]:
+            return None
+        return (g.key[0], g.key[1], cluster[d])
+
+    ext_keys = sorted({k for g in groups for d in g.forward_consumers if (k := ext_key(g, d)) is not None})
+    horizon = L * (S + len(ext_keys))  # per cluster, gaps between consecutive delays never need to exceed L
+    big = horizon + L + depth
+    sorted_delays = len(set(cluster.values())) == 1  # one schedule: slots can be sorted by delay
+    t = {b: m.integer(0, horizon, f"t[{b}]") for b in range(S)}
+    s = {n: m.integer(0, horizon, f"s[{n}]") for n in model.order}
+    if sorted_delays:
+        for b in range(S - 1):
+            m.add(t[b] <= t[b + 1], "symmetry", f"delay order {b}")
+    for n in model.order:
+        # sorted delays: s[n] ≥ t[start] and s[n] ≤ t[last] imply the rows outside the domain
+        for b in (dom[n] if sorted_delays else range(S)):
+            if sorted_delays:  # s[n] = t[bin(n)] through the prefix variables (delays are sorted)
+                below = _prefix(a, dom, n, b - 1) if b > 0 else 0  # n in a slot < b
+                upto = _prefix(a, dom, n, b)  # n in a slot ≤ b
+                if not (isinstance(below, int) and below == 1):
+                    m.add(s[n] >= t[b] - big * _expr(below), "delay-consistency", f"{n}>={b}")
+                if not (isinstance(upto, int) and upto == 0):
+                    m.add(s[n] <= t[b] + big * (1 - _expr(upto)), "delay-consistency", f"{n}<={b}")
+            elif (n, b) in x:
+                m.add(s[n] >= t[b] - big * (1 - x[n, b]), "delay-consistency", f"{n}>={b}")
+                m.add(s[n] <= t[b] + big * (1 - x[n, b]), "delay-consistency", f"{n}<={b}")
+    e = {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in ext_keys}
+    retime = []
+    r: dict[tuple[tuple[str, str], int], Any] = {}
+    for g in groups:
+        for d in g.forward_consumers:
+            key = ext_key(g, d)
+            src = g.key[0]
+            if key is not None:
+                start = e[key]
+                m.add(s[d] >= start + L, "schedule", f"ext {src}->{d}")
+            else:
+                start = s[src]
+                if (src, d) not in model.cross:
+                    cross = model.cross[src, d] = m.binary(f"c[{src}->{d}]")
+                    for b in dom[d]:
+                        if (d, b) in x:
+                            rhs = x[d, b] - x[src, b] if (src, b) in x else x[d, b]
+                            m.add(cross >= rhs, "schedule", f"cross {src}->{d},{b}")
+                    m.add(s[d] >= s[src] + L * cross, "schedule", f"{src}->{d}")
+            for b in dom[d]:
+                if (d, b) not in x:
+                    continue
+                if (g.key, b) not in r:
+                    r[g.key, b] = m.integer(0, max(1, math.ceil(horizon / (depth + L))), f"r[{g.key[0]}.{g.key[1]},{b}]")
+                    retime.append(r[g.key, b])
+                m.add((depth + L) * r[g.key, b] >= s[d] - start - L - depth - big * (1 - x[d, b]),
+                      "retiming", f"{g.key[0]}->{d},{b}")
+    for src, d in problem.order_links():  # keeps "sorted by delay" consistent with the slot order
+        if cluster[src] == cluster[d]:
+            m.add(s[d] >= s[src], "schedule", f"order {src}->{d}")
+    model.t, model.e, model.node_delay, model.r = t, e, s, r
+    return retime
+
+
+def _hint_ours(model: PartitionModel, dom, a, y, z, groups, hint: PartitionDecision) -> None:
+    m, problem, S = model.builder, model.problem, model.slots
+    assign = hint.assignment
+    if any(b >= S for b in assign.values()) or any(assign[n] not in dom[n] for n in model.order):
+        return  # not representable in this slot space (e.g. violates a bound): no warm start
+    type_index = {t.name: k for k, t in enumerate(model.types)}
+    for (b, k), var in model.w.items():
+        m.hint(var, 1 if b in hint.bin_types and type_index[hint.bin_types[b]] == k else 0)
+    for (n, b), var in model.x.items():
+        m.hint(var, 1 if assign[n] == b else 0)
+    for (n, b), var in a.items():
+        m.hint(var, 1 if assign[n] <= b else 0)
+    gmap = {g.key: g for g in groups}
+    for (key, b), var in y.items():
+        g = gmap[key]
+        home = assign.get(key[0]) if g.source_is_item else None
+        m.hint(var, 1 if b != home and any(assign[c] == b for c in g.consumers) else 0)
+    for (key, b), var in z.items():
+        g = gmap[key]
+        here = assign[key[0]] == b
+        m.hint(var, 1 if here and (g.external_consumer or any(assign[c] != b for c in g.consumers)) else 0)
+    if problem.retiming is not None and model.t:
+        delays = dict(hint.delays)
+        for b in range(S):
+            delays.setdefault(b, max(delays.values(), default=0))
+        for b, var in model.t.items():
+            m.hint(var, delays[b])
+        for n, var in model.node_delay.items():
+            m.hint(var, delays[assign[n]])
+        for key, var in model.e.items():
+            m.hint(var, hint.source_delays.get(key, 0))
+        for (key, b), var in model.r.items():
+            m.hint(var, hint.retiming.get((key[0], key[1], b), 0))
+        for (src, d), var in model.cross.items():
+            m.hint(var, 1 if assign[src] != assign[d] else 0)
+
+
+def decode(problem: PartitionProblem, built: PartitionModel, solution: Any) -> PartitionDecision:
+    assignment: dict[str, int] = {}
+    for (n, b), var in built.x.items():
+        if solution.is_one(var):
+            assignment[n] = b
+    slot_type = {}
+    for (b, k), var in built.w.items():
+        if solution.is_one(var):
+            slot_type[b] = built.types[k].name
+    used = sorted(set(assignment.values()))
+    renumber = {b: k for k, b in enumerate(used)}
+    types = {renumber[b]: slot_type.get(b, built.types[0].name) for b in used}
+    assign = {n: renumber[b] for n, b in assignment.items()}
+    if problem.retiming is None:
+        return PartitionDecision(assign, types)
+    if built.variant == "table42":
+        delays = {renumber[b]: int(round(solution.value(built.t[b]))) for b in used}
+    else:
+        delays = {renumber[b]: solution.rounded(built.t[b]) for b in used}
+    sources = {key: solution.rounded(var) for key, var in built.e.items()}
+    need = {a[0][1] for a in cross_arcs(problem, assign) if isinstance(a[0], tuple)}
+    for key in sorted(need - set(sources)):  # e.g. the literal variant has no delay for this value
+        consumers = [delays[q] for p, q, _ in cross_arcs(problem, assign) if isinstance(p, tuple) and p[1] == key]
+        sources[key] = max(0, min(consumers) - problem.retiming.hop_latency)
+    retiming = required_retiming(problem, assign, delays, sources)
+    return PartitionDecision(assign, types, delays, sources, retiming)
+
+
+# ---------------------------------------------------------------------- the column model (variant "ours")
+
+COLUMN_BUDGET = 40_000  # convex bins enumerated at most; above it the slot model runs
+COLUMN_NODES = 3_000_000  # search nodes of the enumeration at most (a few seconds)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One candidate bin: a convex item set of one cluster and the bin types it fits (capacity, arity)."""
+
+    members: tuple[str, ...]
+    types: tuple[int, ...]
+
+
+def convex_bins(problem: PartitionProblem, *, max_columns: int = COLUMN_BUDGET,
+                max_nodes: int = COLUMN_NODES) -> list[Column] | None:
+    """Every convex item set that fits one bin of some type, or None when there are more than the budget.
+
+    In an acyclic partition every bin is convex (a path that leaves a bin and re-enters it is a cycle of
+    the quotient graph), so these sets are all the bins any acyclic solution can use. Items are added in
+    topological order; a branch is cut when its sums exceed every type's capacity, when an input (output)
+    that no later item can remove exceeds every type's arity, or when a skipped item lies on a path
+    between two members (the set can no longer be convex). Only for acyclic problems.
+    """
+    if not problem.acyclic or not problem.items:
+        return None
+    cache = problem.__dict__.setdefault("_convex_bins", {})
+    key = (max_columns, max_nodes)
+    if key in cache:
+        return cache[key]
+    order = problem.topological_items()
+    n = len(order)
+    index = {name: k for k, name in enumerate(order)}
+    types = list(problem.bin_types)
+    feas = []
+    for name in order:
+        ok = frozenset(k for k, t in enumerate(types) if not problem.intrinsic_violations(name, t))
+        if not ok:
+            cache[key] = None
+            return None
+        feas.append(ok)
+    resources = sorted({r for i in problem.items for r, v in i.demand.items() if v > 0})
+    demand = [tuple(problem.item(name).demand.get(r, 0.0) for r in resources) for name in order]
+    caps = [tuple(t.cap(r) if t.reduce_of(r) == "sum" else math.inf for r in resources) for t in types]
+    cluster = [problem.item(name).cluster for name in order]
+    groups = problem.groups()
+    g_kind = [g.kind for g in groups]
+    g_src = [index[g.key[0]] if g.source_is_item else -1 for g in groups]
+    g_cons = [tuple(index[c] for c in g.consumers) for g in groups]
+    g_ext = [g.external_consumer for g in groups]
+    reads: list[list[int]] = [[] for _ in range(n)]
+    made: list[list[int]] = [[] for _ in range(n)]
+    for k, g in enumerate(groups):
+        for c in g_cons[k]:
+            reads[c].append(k)
+        if g_src[k] >= 0:
+            made[g_src[k]].append(k)
+    in_lim = [dict(t.inputs) for t in types]
+    out_lim = [dict(t.outputs) for t in types]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for s, d in problem.order_links():
+        succ[index[s]].append(index[d])
+    desc = [0] * n
+    for k in reversed(range(n)):
+        bits = 0
+        for q in succ[k]:
+            bits |= (1 << q) | desc[q]
+        desc[k] = bits
+    anc = [0] * n
+    for k in range(n):
+        for q in succ[k]:
+            anc[q] |= anc[k] | (1 << k)
+    by_cluster: dict[str, list[int]] = {}
+    for k in range(n):
+        by_cluster.setdefault(cluster[k], []).append(k)
+
+    def over(counts: dict[str, int], limits: dict[str, int]) -> bool:
+        return any(v > limits.get(kind, v) for kind, v in counts.items())
+
+    out: list[Column] = []
+    nodes = 0
+
+    def visit(members: list[int], mask: int, sums: tuple[float, ...], fit: frozenset[int], below: int,
+              last: int, later: list[int], after: int) -> bool:
+        nonlocal nodes
+        fixed_in: dict[str, int] = {}
+        fixed_out: dict[str, int] = {}
+        free_out: dict[str, int] = {}
+        seen: set[int] = set()
+        home = cluster[members[0]]
+        for u in members:
+            for g in reads[u]:
+                if g in seen:
+                    continue
+                seen.add(g)
+                s = g_src[g]
+                if s >= 0 and (mask >> s) & 1:
+                    continue
+                # a source precedes its consumer: an input can never be removed by a later item
+                fixed_in[g_kind[g]] = fixed_in.get(g_kind[g], 0) + 1
+            for g in made[u]:
+                outside = [c for c in g_cons[g] if not (mask >> c) & 1]
+                if g_ext[g] or outside:
+                    free_out[g_kind[g]] = free_out.get(g_kind[g], 0) + 1
+                    if g_ext[g] or any(c <= last or cluster[c] != home for c in outside):
+                        fixed_out[g_kind[g]] = fixed_out.get(g_kind[g], 0) + 1
+        if all(over(fixed_in, in_lim[k]) or over(fixed_out, out_lim[k]) for k in fit):
+            return True
+        fits = tuple(sorted(k for k in fit if not over(fixed_in, in_lim[k]) and not over(free_out, out_lim[k])))
+        if fits:
+            out.append(Column(tuple(order[u] for u in members), fits))
+            if len(out) > max_columns:
+                return False
+        for pos in range(after, len(later)):
+            u = later[pos]
+            nodes += 1
+            if nodes > max_nodes:
+                return False
+            if anc[u] & below & ~mask:  # a skipped item between a member and u: never convex
+                continue
+            grown = tuple(a + b for a, b in zip(sums, demand[u]))
+            types_left = frozenset(k for k in fit & feas[u]
+                                   if all(v <= c + 1e-9 for v, c in zip(grown, caps[k])))
+            if not types_left:
+                continue
+            if not visit(members + [u], mask | (1 << u), grown, types_left, below | desc[u], u, later, pos + 1):
+                return False
+        return True
+
+    for members in by_cluster.values():
+        for pos, u in enumerate(members):
+            ok_types = frozenset(k for k in feas[u] if all(v <= c + 1e-9 for v, c in zip(demand[u], caps[k])))
+            if ok_types and not visit([u], 1 << u, demand[u], ok_types, desc[u], u, members, pos + 1):
+                cache[key] = None
+                return None
+    cache[key] = out
+    return out
+
+
+@dataclass
+class ColumnModel:
+    builder: ModelBuilder
+    problem: PartitionProblem
+    columns: list[Column]
+    slots: int
+    x: dict[tuple[int, int], Any]  # (column, type) -> chosen
+    bound: LowerBound | None = None
+
+
+def build_columns(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
+                  columns: list[Column], min_bins: int | None = None) -> ColumnModel:
+    """The column relaxation (module docstring): an exact cover of the items by enumerated convex bins.
+
+    Every acyclic solution is a feasible cover, so the cover's optimum (and its solver bound) is a lower
+    bound of the problem without retiming; a cover whose quotient graph is acyclic is a solution."""
+    m = ModelBuilder(f"partition-columns:{problem.name}")
+    types = list(problem.bin_types)
+    S = _slot_count(problem, hint)
+    bound = lower_bound(problem)
+    if min_bins is not None and min_bins > bound.bins:
+        bound = LowerBound(min_bins, min_bins * min(t.cost for t in types), f"proven: {min_bins} bins",
+                           {**bound.parts, "proven": min_bins})
+    x: dict[tuple[int, int], Any] = {}
+    holding: dict[str, list[Any]] = {i.name: [] for i in problem.items}
+    for c, col in enumerate(columns):
+        for k in col.types:
+            var = x[c, k] = m.binary(f"x[{c},{types[k].name}]")
+            for a in col.members:
+                holding[a].append(var)
+    for name, terms in holding.items():
+        m.add(linear_sum(terms) == 1, "assignment", name)
+    for k, t in enumerate(types):
+        if t.count is not None and t.count < S:
+            m.add(linear_sum(v for (c, kk), v in x.items() if kk == k) <= t.count, "type-count", t.name)
+    # (no bin-count bounds as constraints: a cardinality row beside the cover slows CP-SAT down badly)
+    terms = [problem.weights.bins * linear_sum(types[k].cost * v for (c, k), v in x.items())]
+    if problem.weights.traffic > 0:
+        terms.append(problem.weights.traffic * _column_traffic(problem, columns, x))
+    m.minimize(linear_sum(terms))
+    model = ColumnModel(m, problem, columns, S, x, bound)
+    if hint is not None:
+        lookup = {(frozenset(col.members), k): c for c, col in enumerate(columns) for k in col.types}
+        index = {t.name: k for k, t in enumerate(types)}
+        chosen = {(lookup.get((frozenset(names), index[hint.bin_types[b]])), index[hint.bin_types[b]])
+                  for b, names in hint.members().items()}
+        if all(c is not None for c, _ in chosen) and len(chosen) <= S:
+            for key, var in x.items():
+                m.hint(var, 1 if key in chosen else 0)
+    return model
+
+
+def _column_traffic(problem: PartitionProblem, columns: list[Column], x) -> Any:
+    """Σ_g traffic_g · (chosen bins holding a consumer of g but not its source)."""
+    terms = []
+    for g in problem.groups():
+        consumers = set(g.consumers)
+        for (c, k), var in x.items():
+            members = set(columns[c].members)
+            if members & consumers and g.key[0] not in members:
+                terms.append(g.traffic * var)
+    return linear_sum(terms)
+
+
+def decode_columns(problem: PartitionProblem, built: ColumnModel, solution: Any) -> PartitionDecision | None:
+    """The chosen cover as a decision, or None when its quotient graph has a cycle."""
+    assignment: dict[str, int] = {}
+    types: dict[int, str] = {}
+    for b, (c, k) in enumerate(key for key, var in built.x.items() if solution.is_one(var)):
+        types[b] = problem.bin_types[k].name
+        for n in built.columns[c].members:
+            assignment[n] = b
+    if not quotient_acyclic(problem, assignment):
+        return None
+    return complete(problem, assignment, types)
+
+
+def quotient_acyclic(problem: PartitionProblem, assignment: dict[str, int]) -> bool:
+    """The quotient graph of the order links under ``assignment`` has no cycle."""
+    succ: dict[int, set[int]] = {b: set() for b in set(assignment.values())}
+    for s, d in problem.order_links():
+        if assignment[s] != assignment[d]:
+            succ[assignment[s]].add(assignment[d])
+    try:
+        _topo(sorted(succ), {b: sorted(v) for b, v in succ.items()})
+    except ValueError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------- the literal variant (Table 4.2)
+
+
+def build_table42(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None) -> PartitionModel:
+    """The seed's Table 4.2 as written (see the module docstring); single bin type only."""
+    if len(problem.bin_types) != 1:
+        raise ConfigError("variant 'table42' is the seed's partitioning model and takes one bin type; "
+                          "use variant 'ours' for merging")
+    m = ModelBuilder(f"table42:{problem.name}")
+    bt = problem.bin_types[0]
+    order = problem.item_names
+    N = len(order)
+    P = len(set(hint.assignment.values())) if hint is not None else N
+    K = N  # proj_B constant: a count never exceeds N
+    L = problem.retiming.hop_latency if problem.retiming else 1
+    depth = problem.retiming.buffer_depth if problem.retiming else 0
+    KD = 2 * P * L + depth + L  # delay constant (the authors' code: 2·P·delay_per_partition)
+    B = {(n, j): m.binary(f"B[{n},{j}]") for n in order for j in range(P)}
+    u = {j: m.binary(f"u[{j}]") for j in range(P)}
+    # Allocated partitions: u_j = proj_B(Σ_i B[i,j])
+    for j in range(P):
+        m.add(linear_sum(B[n, j] for n in order) <= K * u[j], "proj-partitions", str(j))
+    # Partition assignment
+    for n in order:
+        m.add(linear_sum(B[n, j] for j in range(P)) == 1, "assignment", n)
+    # Operation capacity (prose L637; Table 4.4 reducible constraint with r = sum)
+    for r in sorted({r for i in problem.items for r in i.demand}):
+        if bt.reduce_of(r) == "max":
+            for n in order:
+                if problem.item(n).demand.get(r, 0) > bt.cap(r):
+                    m.add(linear_sum(B[n, j] for j in range(P)) <= 0, "capacity", f"{r},{n}")
+            continue
+        for j in range(P):
+            m.add(linear_sum(problem.item(n).demand.get(r, 0.0) * B[n, j] for n in order) <= bt.cap(r), "capacity", f"{r},{j}")
+    if problem.feasible is not None:
+        for n in order:
+            if (n, bt.name) not in problem.feasible:
+                m.add(linear_sum(B[n, j] for j in range(P)) <= 0, "feasibility", n)
+    # Delays: node delays d_n, partition delays d_p, Delay Consistency, Constant Validity
+    dn = {n: m.integer(0, KD, f"dn[{n}]") for n in order}
+    dp = {j: m.integer(0, KD, f"dp[{j}]") for j in range(P)}
+    for n in order:
+        for j in range(P):
+            m.add(dn[n] <= dp[j] + KD * (1 - B[n, j]), "delay-consistency", f"{n}<={j}")
+            m.add(dn[n] >= dp[j] - KD * (1 - B[n, j]), "delay-consistency", f"{n}>={j}")
+    # Dependency constraint: d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] on forward edges (also the cycle constraint)
+    if problem.acyclic:
+        for s, d in problem.order_links():
+            neq = m.binary(f"neq[{s},{d}]")
+            for j in range(P):
+                m.add(neq >= B[d, j] - B[s, j], "dependency", f"{s}->{d},{j}")
+            m.add(dn[d] >= dn[s] + L * neq, "dependency", f"{s}->{d}")
+    groups = problem.groups()
+    # Output arity: Σ_s and(B[s,p], proj_B(Σ_dest (1 − B[d,p]) [+ external]))
+    for kind, limit in sorted(bt.outputs.items()):
+        for j in range(P):
+            terms = []
+            for g in groups:
+                if g.kind != kind or not g.source_is_item:
+                    continue
+                s = g.key[0]
+                leave = m.binary(f"leave[{s}.{g.key[1]},{j}]")
+                outside = linear_sum((1 - B[d, j]) for d in g.consumers) + (1 if g.external_consumer else 0)
+                m.add(outside <= K * leave, "proj-output", f"{s},{j}")
+                both = m.binary(f"and[{s}.{g.key[1]},{j}]")
+                m.add(both >= B[s, j] + leave - 1, "and-output", f"{s},{j}")
+                terms.append(both)
+            if terms:
+                m.add(linear_sum(terms) <= limit, "output-arity", f"{kind},{j}")
+    # Input arity: Σ_i max{proj_B(Σ_{dest(i)} B[·,p]) − B[i,p], 0}
+    for kind, limit in sorted(bt.inputs.items()):
+        for j in range(P):
+            terms = []
+            for g in groups:
+                if g.kind != kind:
+                    continue
+                enter = m.binary(f"proj-in[{g.key[0]}.{g.key[1]},{j}]")
+                m.add(linear_sum(B[d, j] for d in g.consumers) <= K * enter, "proj-input", f"{g.key[0]},{j}")
+                gain = m.binary(f"in[{g.key[0]}.{g.key[1]},{j}]")
+                src = B[g.key[0], j] if g.source_is_item else 0
+                m.add(gain >= enter - src, "input-arity-max", f"{g.key[0]},{j}")
+                terms.append(gain)
+            if terms:
+                m.add(linear_sum(terms) <= limit, "input-arity", f"{kind},{j}")
+    # Objective: allocated partitions + α · Σ proj_B(max{d_n(j) − d_n(i) − L − b_d, 0})
+    retime = []
+    ext_delay: dict[tuple[str, str, str], Any] = {}
+    cluster = {i.name: i.cluster for i in problem.items}
+    if problem.retiming is not None:
+        for g in groups:
+            for d in g.forward_consumers:
+                if g.source_is_item and cluster[g.key[0]] == cluster[d]:
+                    start = dn[g.key[0]]
+                else:
+                    key = (g.key[0], g.key[1], cluster[d])
+                    if key not in ext_delay:
+                        ext_delay[key] = m.integer(0, KD, f"e[{key[0]}.{key[1]}@{key[2]}]")
+                    start = ext_delay[key]
+                    m.add(dn[d] >= start + L, "dependency", f"ext {g.key[0]}->{d}")
+                flag = m.binary(f"retime[{g.key[0]}->{d}]")
+                m.add(dn[d] - start - L - depth <= KD * flag, "proj-retiming", f"{g.key[0]}->{d}")
+                retime.append(flag)
+    alpha = problem.weights.retiming
+    m.minimize(problem.weights.bins * bt.cost * linear_sum(u.values()) + alpha * linear_sum(retime))
+    model = PartitionModel(m, problem, order, P, [bt], B, {(j, 0): u[j] for j in range(P)}, variant="table42")
+    model.t, model.e = dp, ext_delay
+    if hint is not None:
+        _hint_table42(model, dn, hint)
+    return model
+
+
+def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
+    m = model.builder
+    if any(b >= model.slots for b in hint.assignment.values()):
+        return
+    for (n, j), var in model.x.items():
+        m.hint(var, 1 if hint.assignment[n] == j else 0)
+    for (j, _), var in model.w.items():
+        m.hint(var, 1 if j in hint.bin_types else 0)
+    if hint.delays:
+        for j, var in model.t.items():
+            m.hint(var, hint.delays.get(j, 0))
+        for n, var in dn.items():
+            m.hint(var, hint.delays[hint.assignment[n]])
+
+
+# ---------------------------------------------------------------------- solve (with decomposition)
+
+
+def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
+               explain: bool) -> Solved[PartitionDecision]:
+    columns = (lambda: convex_bins(problem)) if variant == "ours" and problem.acyclic else None
+    if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
+        return _solve_two_phase(problem, config, hint, explain, columns)
+    return _solve_model(problem, config, hint, variant, explain, columns=columns)
+
+
+def _left(config: SolverConfig, start: float, share: float = 1.0) -> SolverConfig:
+    if config.time_limit_s is None:
+        return config
+    remaining = config.time_limit_s - (time.perf_counter() - start)
+    return config.with_(time_limit_s=max(0.05, remaining * share))
+
+
+def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None,
+                     explain: bool, columns: Callable[[], list[Column] | None] | None = None) -> Solved[PartitionDecision]:
+    """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
+    joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
+    best candidate has no retiming it is optimal. Otherwise (B) the joint model runs with Σ bins ≥ P*
+    and the best candidate as warm start."""
+    start = time.perf_counter()
+    relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
+    relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
+    a = _solve_model(relaxed, _left(config, start, 0.3), relaxed_hint, "ours", explain, columns=columns)
+    a.details["phase"] = "A"
+    if a.decision is None:
+        if a.result.status == Status.INFEASIBLE:
+            return a
+        return _solve_model(problem, _left(config, start), hint, "ours", explain, columns=columns)
+    candidate = complete(problem, a.decision.assignment, a.decision.bin_types)
+    best = candidate if hint is None or objective(problem, candidate) < objective(problem, hint) else hint
+    lower = a.result.bound if a.result.bound is not None else 0.0
+    cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
+    min_bins = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
+    value = objective(problem, best)
+    details = {"phases": [{"phase": "A", "status": str(a.result.status), "objective": a.result.objective,
+                           "bound": a.result.bound, "solve_seconds": a.result.solve_seconds}],
+               **{k: v for k, v in a.details.items() if k != "phase"}}
+    if a.result.status == Status.OPTIMAL and value <= lower + 1e-9:
+        final = SolveResult(Status.OPTIMAL, value, value, 0.0, a.result.build_seconds, a.result.solve_seconds,
+                            a.result.backend, a.result.solver_version, False,
+                            "phase A optimum needs no retiming")
+        return Solved(final, best, [], details)
+    b = _solve_model(problem, _left(config, start), best, "ours", explain,
+                     min_bins=min_bins if a.result.status == Status.OPTIMAL else None, columns=columns)
+    details["phases"].append({"phase": "B", "status": str(b.result.status), "objective": b.result.objective,
+                              "bound": b.result.bound, "solve_seconds": b.result.solve_seconds})
+    details.update({k: v for k, v in b.details.items() if k in ("model_size", "slots", "lower_bound")})
+    decision = b.decision
+    if decision is None or objective(problem, decision) > value:
+        decision = best
+    final_value = objective(problem, decision)
+    bound = max(b.result.bound if b.result.bound is not None else 0.0, lower)
+    bound = min(bound, final_value)
+    status = Status.OPTIMAL if final_value <= bound + 1e-9 else Status.FEASIBLE
+    final = SolveResult(status, final_value, bound, relative_gap(final_value, bound),
+                        backend=b.result.backend, solver_version=b.result.solver_version,
+                        limit_reached=b.result.limit_reached, message="two-phase: no-retiming optimum, then joint")
+    return Solved(combine([a.result, b.result], final), decision, b.explanation, details)
+
+
+VARIABLE_BUDGET = 250_000  # item × slot pairs above which "ours" searches a window around the warm start
+
+
+def _window(problem: PartitionProblem, hint: PartitionDecision | None) -> int | None:
+    if hint is None:
+        return None
+    slots = _slot_count(problem, hint)
+    n = len(problem.items)
+    if n * slots <= VARIABLE_BUDGET:
+        return None
+    return max(2, VARIABLE_BUDGET // (2 * n))
+
+
+def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
+                 explain: bool, *, min_bins: int | None = None,
+                 columns: Callable[[], list[Column] | None] | None = None) -> Solved[PartitionDecision]:
+    """One model of ``variant``; without retiming, ``ours`` follows an unproven slot model with the column
+    relaxation (its bound, and its cover when acyclic) and, if the gap remains, the slot model again."""
+    if variant != "ours" or columns is None or problem.retiming is not None:
+        return _solve_slots(problem, config, hint, variant, explain, min_bins=min_bins)
+    start = time.perf_counter()
+    first = _solve_slots(problem, _left(config, start, 0.4), hint, variant, explain, min_bins=min_bins)
+    if first.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return first
+    cols = columns()
+    if cols is None:
+        first.details["columns"] = "over budget"
+        return first
+    cover = _solve_columns(problem, _left(config, start, 0.5), first.decision or hint, explain, cols, min_bins)
+    results = [first.result, cover.result]
+    candidates = [d for d in (first.decision, cover.decision) if d is not None]
+    best = min(candidates, key=lambda d: objective(problem, d)) if candidates else None
+    lower = max([r.bound for r in results if r.bound is not None] or [0.0])
+    details = {**first.details, "columns": len(cols), "column_relaxation": {
+        "status": str(cover.result.status), "bound": cover.result.bound, "objective": cover.result.objective,
+        "acyclic": cover.decision is not None, "solve_seconds": cover.result.solve_seconds}}
+    if best is not None and objective(problem, best) > lower + 1e-9 and config.time_limit_s is not None \
+            and _left(config, start).time_limit_s > 0.5:
+        cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
+        proven = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
+        again = _solve_slots(problem, _left(config, start), best, variant, explain,
+                             min_bins=max(proven or 0, min_bins or 0) or None)
+        results.append(again.result)
+        if again.decision is not None and objective(problem, again.decision) < objective(problem, best):
+            best = again.decision
+        lower = max(lower, again.result.bound if again.result.bound is not None else 0.0)
+    if best is None:
+        return Solved(combine(results, cover.result), None, cover.explanation or first.explanation, details)
+    value = objective(problem, best)
+    lower = min(lower, value)
+    status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+    final = SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
+                        solver_version=results[-1].solver_version,
+                        limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
+                        message="slot model, column relaxation" + (", slot model" if len(results) > 2 else ""))
+    return Solved(combine(results, final), best, [], details)
+
+
+def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
+                 explain: bool, *, min_bins: int | None = None) -> Solved[PartitionDecision]:
+    window = _window(problem, hint) if variant == "ours" else None
+    if variant == "ours":
+        built = build(problem, config, hint, min_bins=min_bins, window=window)
+    else:
+        built = build_table42(problem, config, hint)
+    solution = solve_milp(built.builder, config)
+    result = solution.result
+    decision = decode(problem, built, solution) if result.status.has_solution else None
+    if decision is not None:
+        result.objective = objective(problem, decision)  # the shared objective, also for table42
+        if variant == "ours":
+            certified = problem.weights.bins * built.bound.cost
+            if window is not None:  # a restricted search: only the combinatorial bound is global
+                result.bound = certified
+                result.status = Status.OPTIMAL if result.objective <= certified + 1e-9 else Status.FEASIBLE
+            else:
+                result.bound = max(result.bound if result.bound is not None else certified, certified)
+                if result.status == Status.OPTIMAL:
+                    result.bound = result.objective
+        if result.bound is not None:
+            result.bound = min(result.bound, result.objective)
+        result.gap = relative_gap(result.objective, result.bound)
+    if decision is None and variant == "ours" and result.status != Status.INFEASIBLE:
+        result.bound = problem.weights.bins * built.bound.cost  # the certified bound still holds
+    explanation = []
+    if result.status == Status.INFEASIBLE and explain:
+        explanation = explain_infeasible(built.builder, config)
+    details = {"model_size": built.builder.size(), "slots": built.slots, "variant": variant, "window": window}
+    if built.bound is not None:
+        details["lower_bound"] = {"bins": built.bound.bins, "reason": built.bound.reason, "parts": built.bound.parts}
+    return Solved(result, decision, explanation, details)
+
+
+def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, explain: bool,
+                   columns: list[Column], min_bins: int | None) -> Solved[PartitionDecision]:
+    """The column relaxation: its bound is certified; its decision is None unless the cover is acyclic."""
+    built = build_columns(problem, config, hint, columns=columns, min_bins=min_bins)
+    solution = solve_milp(built.builder, config)
+    result = solution.result
+    decision = decode_columns(problem, built, solution) if result.status.has_solution else None
+    certified = problem.weights.bins * built.bound.cost
+    if result.status != Status.INFEASIBLE:
+        result.bound = max(result.bound if result.bound is not None else certified, certified)
+    if decision is not None:
+        value = objective(problem, decision)
+        if result.status != Status.OPTIMAL or value > (result.objective or value) + 1e-9:
+            result.status = Status.FEASIBLE
+        result.objective = value
+        result.bound = min(result.bound, value)
+        result.gap = relative_gap(value, result.bound)
+    elif result.status.has_solution:  # a cyclic cover: only its bound counts
+        result.status, result.objective, result.gap = Status.TIMEOUT_NO_SOLUTION, None, None
+    explanation = []
+    if result.status == Status.INFEASIBLE and explain:
+        explanation = explain_infeasible(built.builder, config)
+    details = {"model_size": built.builder.size(), "columns": len(columns)}
+    return Solved(result, decision, explanation, details)
+
+
+def _restrict(decision: PartitionDecision | None, names: list[str], clusters: set[str]) -> PartitionDecision | None:
+    """The part of ``decision`` on items ``names`` (whose clusters are ``clusters``)."""
+    if decision is None:
+        return None
+    keep = set(names)
+    bins = sorted({b for n, b in decision.assignment.items() if n in keep})
+    return PartitionDecision(
+        {n: b for n, b in decision.assignment.items() if n in keep},
+        {b: decision.bin_types[b] for b in bins},
+        {b: t for b, t in decision.delays.items() if b in bins},
+        {k: t for k, t in decision.source_delays.items() if k[2] in clusters},
+        {k: v for k, v in decision.retiming.items() if k[2] in bins},
+    )
+
+
+def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
+          variant: str = "ours", explain: bool = True) -> Solved[PartitionDecision]:
+    """Solve ``problem``; clusters are solved one by one when no bin type has a finite count."""
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    clusters = problem.clusters()
+    separable = len(clusters) > 1 and all(t.count is None for t in problem.bin_types)
+    if not separable:
+        return _solve_one(problem, config, hint, variant, explain)
+    start = time.perf_counter()
+    names = sorted(clusters, key=lambda c: (len(clusters[c]), c))
+    results: list[SolveResult] = []
+    parts: list[tuple[list[str], PartitionDecision]] = []
+    details: dict[str, Any] = {"components": [], "variant": variant}
+    lower = 0.0
+    for k, c in enumerate(names):
+        members = clusters[c]
+        sub = problem.subproblem(members, f"{problem.name}/{c}")
+        sub_config = config
+        if config.time_limit_s is not None:
+            left = config.time_limit_s - (time.perf_counter() - start)
+            sub_config = config.with_(time_limit_s=max(0.05, left / (len(names) - k)))
+        solved = _solve_one(sub, sub_config, _restrict(hint, members, {c}), variant, explain)
+        results.append(solved.result)
+        details["components"].append({"cluster": c, "items": len(members), "status": str(solved.result.status),
+                                      "objective": solved.result.objective, "bound": solved.result.bound,
+                                      "solve_seconds": solved.result.solve_seconds,
+                                      "lower_bound": solved.details.get("lower_bound", {}).get("bins")})
+        certified = problem.weights.bins * lower_bound(sub).cost
+        if solved.decision is None:
+            fallback = _restrict(hint, members, {c})
+            if fallback is None or solved.result.status == Status.INFEASIBLE:
+                result = combine(results, solved.result)
+                return Solved(result, None, [f"cluster {c}: {g}" for g in solved.explanation], details)
+            solved_decision, bound = fallback, certified
+        else:
+            solved_decision = solved.decision
+            bound = solved.result.bound if solved.result.bound is not None else certified
+        parts.append((members, solved_decision))
+        lower += bound
+    decision = _join(problem, parts)
+    value = objective(problem, decision)
+    statuses = [r.status for r in results]
+    status = Status.OPTIMAL if all(s == Status.OPTIMAL for s in statuses) else Status.FEASIBLE
+    final = SolveResult(status, value, min(lower, value), relative_gap(value, min(lower, value)),
+                        backend=results[-1].backend, solver_version=results[-1].solver_version,
+                        limit_reached=any(r.limit_reached for r in results),
+                        message=f"{len(names)} clusters solved separately")
+    return Solved(combine(results, final), decision, [], details)
+
+
+def _join(problem: PartitionProblem, parts: list[tuple[list[str], PartitionDecision]]) -> PartitionDecision:
+    """Concatenate per-cluster decisions into one numbering (bins of cluster k after those of k−1)."""
+    assignment: dict[str, int] = {}
+    types: dict[int, str] = {}
+    delays: dict[int, int] = {}
+    sources: dict[tuple[str, str], int] = {}
+    retiming: dict[tuple[str, str, int], int] = {}
+    offset = 0
+    position = {n: k for k, n in enumerate(problem.item_names)}
+    for members, d in sorted(parts, key=lambda p: min(position[n] for n in p[0])):
+        bins = sorted(set(d.assignment.values()))
+        renumber = {b: offset + k for k, b in enumerate(bins)}
+        for n, b in d.assignment.items():
+            assignment[n] = renumber[b]
+        for b in bins:
+            types[renumber[b]] = d.bin_types[b]
+            if b in d.delays:
+                delays[renumber[b]] = d.delays[b]
+        home = {problem.item(n).cluster for n in members}
+        sources.update({k: t for k, t in d.source_delays.items() if k[2] in home})
+        for (s, p, b), v in d.retiming.items():
+            retiming[s, p, renumber[b]] = v
+        offset += len(bins)
+    if problem.retiming is None:
+        return PartitionDecision(assignment, types)
+    return PartitionDecision(assignment, types, delays, sources, retiming)
+
+
+class Variant:
+    """The formulation with a fixed variant, for :func:`~solvermap.mappers.pipeline.run_decision`."""
+
+    NAME = NAME
+    KIND = KIND
+
+    def __init__(self, variant: str = "ours") -> None:
+        if variant not in VARIANTS:
+            raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+        self.variant = variant
+
+    def solve(self, problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None) -> Solved:
+        return solve(problem, config, hint, variant=self.variant)
+
+    @staticmethod
+    def diagnose(problem: PartitionProblem) -> str | None:
+        return diagnose(problem)
+
+
+__all__ = ["NAME", "KIND", "VARIANTS", "LowerBound", "lower_bound", "diagnose", "build", "build_table42", "decode",
+           "solve", "Variant"]

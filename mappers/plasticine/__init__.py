@@ -1,0 +1,141 @@
+"""Plasticine / SARA pipeline (seed 004 §4.1–4.4): decompose → partition → merge, then simulate.
+
+1. ``decompose`` (transform, §4.3.1): shard virtual memories that exceed a PMU's capacity or banks,
+   rewrite BI/BO and insert request-merge and response actors (:mod:`.decomposition`).
+2. ``partition`` (decision, §4.3.2, Table 4.2): split every actor into PCU-sized partitions with
+   broadcast-aware arity, no new cycles and retiming; the shared model
+   :mod:`solvermap.formulations.partition` (``--set decisions.partition.variant=table42`` for the seed's
+   literal formulation); baselines: the four traversal orders of L648 (:mod:`.traversal`).
+   Objective = partitions + retiming partitions. Validation: dataflow simulation of the partitioned
+   VB graph, each VB on its own PB.
+3. ``merge`` (decision, §4.4, Tables 4.3/4.4): pack VBs onto PCUs / PMUs / DAGs jointly with the type
+   assignment, within the available counts; same shared model; baselines: the traversal merger with the
+   bipartite feasibility check, and no merging. Objective = PBs used.
+
+``Pipeline.validate`` simulates the merged mapping (:mod:`solvermap.hardware.plasticine.dataflow_sim`)
+and reports cycles, throughput, PBs used by type, area and power of the used PBs, and predicted vs
+simulated cycles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvermap.formulations import partition as partition_model
+from solvermap.formulations.problems.partition import PartitionDecision, objective
+from solvermap.hardware.checks.partition import check
+from solvermap.hardware.plasticine import cost
+from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.plasticine import decomposition, lowering, simulation, traversal
+from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
+from solvermap.results import DecisionRecord
+
+FORMULATION = "solvermap.formulations.partition"
+
+
+def _serialize(decision: PartitionDecision) -> dict[str, Any]:
+    return decision.to_json()
+
+
+def decompose_step(ctx: Context) -> None:
+    graph, shards = decomposition.decompose(ctx.workload.ir, ctx.target)
+    ctx.state["vbdfg"] = graph
+    ctx.state["shards"] = [{"memory": s.memory, "partitions": s.partitions, "reason": s.reason} for s in shards]
+    if shards:
+        ctx.say(f"decompose: {len(shards)} memories sharded "
+                f"({', '.join(f'{s.memory}x{s.partitions}' for s in shards)})")
+    return None
+
+
+def partition_step(ctx: Context) -> DecisionRecord:
+    graph = ctx.state.get("vbdfg") or ctx.workload.ir
+    spec = ctx.target
+    retiming = bool(ctx.option("partition", "retiming", True))
+    problem = lowering.partition_problem(graph, spec, retiming=retiming)
+    variant = str(ctx.option("partition", "variant", "ours"))
+
+    def validate(p, decision):
+        vbg = lowering.vb_graph(graph, spec, decision)
+        out = simulation.validation(vbg, spec)
+        out["partitions"] = len(decision.bins)
+        out["retiming_partitions"] = decision.retiming_bins
+        return out
+
+    decision, record = run_decision(ctx, "partition", problem, formulation=partition_model.Variant(variant),
+                                    checker=check, objective=objective,
+                                    baselines=traversal.partition_baselines(problem), validate=validate,
+                                    serialize=_serialize)
+    record.details["lower_bound"] = partition_model.lower_bound(problem).__dict__ | {
+        "certified": record.solver.bound}
+    record.details["items"] = len(problem.items)
+    record.details["actors"] = len(problem.clusters())
+    record.details["shards"] = ctx.state.get("shards", [])
+    ctx.state["vbgraph"] = lowering.vb_graph(graph, spec, decision)
+    return record
+
+
+def merge_step(ctx: Context) -> DecisionRecord:
+    spec = ctx.target
+    vbg = ctx.state["vbgraph"]
+    problem = lowering.merge_problem(vbg, spec, name=f"merge:{ctx.workload.name}")
+
+    def validate(p, decision):
+        out = simulation.validation(vbg, spec, decision)
+        out.update(_usage(spec, decision))
+        return out
+
+    decision, record = run_decision(ctx, "merge", problem, formulation=partition_model.Variant("ours"),
+                                    checker=check, objective=objective,
+                                    baselines=traversal.merge_baselines(problem), validate=validate,
+                                    serialize=_serialize)
+    record.details["vbs"] = len(problem.items)
+    return record
+
+
+def _usage(spec, decision: PartitionDecision) -> dict[str, Any]:
+    used: dict[str, int] = {"pcu": 0, "pmu": 0, "dag": 0}
+    for b in set(decision.assignment.values()):
+        used[decision.bin_types[b]] = used.get(decision.bin_types[b], 0) + 1
+    return {
+        "pbs_used": sum(used.values()),
+        "pcus_used": used["pcu"],
+        "pmus_used": used["pmu"],
+        "dags_used": used["dag"],
+        "pcu_utilization": used["pcu"] / spec.pcu.count if spec.pcu.count else None,
+        "pmu_utilization": used["pmu"] / spec.pmu.count if spec.pmu.count else None,
+        "area_mm2": cost.area_mm2(spec, used),
+        "power_w": cost.power_w(spec, used),
+    }
+
+
+def validate(ctx: Context) -> dict[str, Any]:
+    """End-to-end: simulate the merged mapping; the metric keys of DEVELOPERS.md."""
+    spec = ctx.target
+    vbg = ctx.state["vbgraph"]
+    merge = ctx.state.get("merge")
+    out = simulation.validation(vbg, spec, merge)
+    if merge is not None:
+        out.update(_usage(spec, merge))
+        out["energy_j"] = out["power_w"] * out["latency_s"]
+    if "vc" in ctx.state:  # placed and routed: the NoC co-simulation (mappers/plasticine/network.py)
+        out.update(end_to_end(ctx, out))
+    return out
+
+
+PIPELINE = Pipeline(
+    family="plasticine",
+    description="SARA on Plasticine: memory decomposition, PB partitioning and merging, dataflow simulation",
+    steps=(
+        Step("decompose", "shard memories that exceed a PMU (capacity, banks); BI/BO, merge and response actors",
+             decompose_step, kind="transform"),
+        Step("partition", "split actors into PCU partitions (stages, broadcast-aware I/O, acyclic, retiming)",
+             partition_step, formulation=FORMULATION, model="milp",
+             baselines=("dfs-forward", "dfs-backward", "bfs-forward", "bfs-backward")),
+        Step("merge", "pack VBs onto PCU/PMU/DAG jointly with the PB type (counts, I/O, acyclic)",
+             merge_step, formulation=FORMULATION, model="milp",
+             baselines=("traversal-bfs", "traversal-dfs", "unmerged")),
+        *NETWORK_STEPS,  # place → split → route → vc (mappers/plasticine/network.py)
+    ),
+    validate=validate,
+    default_workload="dotproduct",
+)

@@ -1,0 +1,91 @@
+"""Small partition problems with optima known by enumeration (see ``enumeration.py``)."""
+
+from __future__ import annotations
+
+import random
+
+from solvermap.formulations.problems.partition import (
+    BinType,
+    Item,
+    Link,
+    PartitionProblem,
+    Retiming,
+    Weights,
+)
+
+PCU = BinType("pcu", {"stages": 4}, inputs={"vector": 2, "scalar": 3}, outputs={"vector": 1, "scalar": 2})
+
+
+def plain_packing() -> PartitionProblem:
+    """Sizes 4,3,3,2,2,2 into bins of 6: optimum 3 (e.g. {4,2} {3,3} {2,2})."""
+    sizes = [4, 3, 3, 2, 2, 2]
+    items = tuple(Item(f"i{k}", {"size": s}) for k, s in enumerate(sizes))
+    return PartitionProblem(items, (BinType("bin", {"size": 6}),), name="plain")
+
+
+def broadcast_dag() -> PartitionProblem:
+    """One external vector value read by three items; a broadcast counts once toward input arity."""
+    items = tuple(Item(n, {"stages": s}) for n, s in [("a", 2), ("b", 1), ("c", 1), ("d", 2), ("e", 1)])
+    links = (
+        Link("x", "a", kind="vector"), Link("x", "b", kind="vector"), Link("x", "c", kind="vector"),
+        Link("y", "a", kind="vector"),
+        Link("a", "d", kind="scalar"), Link("b", "d", kind="scalar"), Link("c", "e", kind="scalar"),
+        Link("d", "e", kind="scalar"), Link("e", "out", kind="scalar"),
+    )
+    return PartitionProblem(items, (PCU,), links, acyclic=True, name="broadcast")
+
+
+def random_dag(seed: int, n: int = 6, retiming: Retiming | None = None) -> PartitionProblem:
+    rng = random.Random(seed)
+    names = [f"n{k}" for k in range(n)]
+    items = tuple(Item(name, {"stages": rng.choice([1, 1, 2, 3])}) for name in names)
+    links = []
+    for k in range(1, n):
+        for p in rng.sample(range(k), min(k, rng.choice([1, 1, 2]))):
+            kind = rng.choice(["vector", "scalar"])
+            links.append(Link(names[p], names[k], src_port="out" if kind == "vector" else "s", kind=kind))
+    # keep one kind per produced value
+    fixed, seen = [], {}
+    for link in links:
+        kind = seen.setdefault((link.src, link.src_port), link.kind)
+        fixed.append(Link(link.src, link.dst, link.src_port, kind))
+    for k in rng.sample(range(n), 2):
+        fixed.append(Link(f"ext{k}", names[k], kind="vector"))
+    fixed.append(Link(names[-1], "out", kind="scalar"))
+    return PartitionProblem(items, (PCU,), tuple(fixed), acyclic=True, retiming=retiming, name=f"random{seed}")
+
+
+def retiming_chain() -> PartitionProblem:
+    """A chain of four one-slot items with a skip link a→d: the skip waits and needs retiming."""
+    items = tuple(Item(n, {"stages": 1}) for n in "abcd")
+    links = (Link("a", "b", kind="scalar"), Link("b", "c", kind="scalar"), Link("c", "d", kind="scalar"),
+             Link("a", "d", src_port="skip", kind="scalar"), Link("d", "out", kind="scalar"))
+    bin_type = BinType("pcu", {"stages": 1}, inputs={"scalar": 2}, outputs={"scalar": 2})
+    return PartitionProblem(items, (bin_type,), links, acyclic=True, retiming=Retiming(1, 0), name="retime-chain")
+
+
+def merge_types() -> PartitionProblem:
+    """Two bin types with counts, a max-reduced resource and a feasibility relation (Tables 4.3/4.4)."""
+    items = (
+        Item("m0", {"sram": 3, "lanes": 16}), Item("m1", {"sram": 2, "lanes": 16}),
+        Item("c0", {"stages": 2, "lanes": 16}), Item("c1", {"stages": 3, "lanes": 8}),
+        Item("c2", {"stages": 1, "lanes": 16}), Item("a0", {"stages": 1, "lanes": 1}),
+    )
+    big = BinType("pcu", {"stages": 4, "lanes": 16}, {"lanes": "max"}, inputs={"vector": 2}, outputs={"vector": 2},
+                  count=3, cost=1.0)
+    mem = BinType("pmu", {"sram": 4, "stages": 1, "lanes": 16}, {"lanes": "max"}, inputs={"vector": 2},
+                  outputs={"vector": 2}, count=2, cost=1.0)
+    links = (Link("m0", "c0"), Link("m1", "c1"), Link("c0", "c2"), Link("c1", "c2"), Link("a0", "m0", kind="scalar"),
+             Link("c2", "out"))
+    feasible = frozenset({("m0", "pmu"), ("m1", "pmu"), ("c0", "pcu"), ("c1", "pcu"), ("c2", "pcu"),
+                          ("a0", "pcu"), ("a0", "pmu")})
+    return PartitionProblem(items, (big, mem), links, feasible, acyclic=True, name="merge")
+
+
+def traffic_packing() -> PartitionProblem:
+    """No acyclicity: group items into cores of capacity 3 minimising bins + 0.5 · cut traffic (PUMA-like)."""
+    items = tuple(Item(f"b{k}", {"xbars": 1}) for k in range(6))
+    links = (Link("b0", "b1", traffic=4), Link("b1", "b2", traffic=1), Link("b2", "b3", traffic=4),
+             Link("b3", "b4", traffic=1), Link("b4", "b5", traffic=4), Link("b0", "b5", src_port="o2", traffic=2))
+    core = BinType("core", {"xbars": 3})
+    return PartitionProblem(items, (core,), links, weights=Weights(bins=1.0, retiming=0.0, traffic=0.5), name="traffic")

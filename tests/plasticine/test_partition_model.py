@@ -1,0 +1,130 @@
+"""The shared partition / merge / bin-packing model: backends agree with enumerated optima."""
+
+from __future__ import annotations
+
+import pytest
+
+from solvermap.formulations import partition as formulation
+from solvermap.formulations.problems.partition import (
+    BinType,
+    Item,
+    Link,
+    PartitionProblem,
+    Retiming,
+    complete,
+    objective,
+)
+from solvermap.formulations.solver import SolverConfig, Status, available_backends
+from solvermap.hardware.checks.partition import check
+
+from . import instances
+from .enumeration import optimum
+
+BACKENDS = [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]
+CASES = {
+    "plain": instances.plain_packing,
+    "broadcast": instances.broadcast_dag,
+    "random1": lambda: instances.random_dag(1),
+    "random2": lambda: instances.random_dag(2),
+    "random3": lambda: instances.random_dag(3),
+    "retime-chain": instances.retiming_chain,
+    "random-retime": lambda: instances.random_dag(9, n=4, retiming=Retiming(1, 0)),
+    "merge": instances.merge_types,
+    "traffic": instances.traffic_packing,
+}
+KNOWN: dict[str, float] = {}
+
+
+def known_optimum(name: str) -> float:
+    if name not in KNOWN:
+        KNOWN[name] = optimum(CASES[name]())
+    return KNOWN[name]
+
+
+def test_plain_packing_optimum_is_three_by_enumeration():
+    assert known_optimum("plain") == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_backend_reaches_the_enumerated_optimum(case, backend):
+    problem = CASES[case]()
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=30))
+    assert solved.result.status == Status.OPTIMAL
+    assert check(problem, solved.decision).ok, check(problem, solved.decision).violations
+    assert objective(problem, solved.decision) == pytest.approx(known_optimum(case))
+    assert solved.result.objective == pytest.approx(known_optimum(case))
+    assert solved.result.bound == pytest.approx(known_optimum(case))
+
+
+@pytest.mark.parametrize("case", ["broadcast", "random1", "random2", "retime-chain"])
+def test_literal_table42_variant_reaches_the_same_optimum(case):
+    problem = CASES[case]()
+    solved = formulation.solve(problem, SolverConfig(backend="cpsat", time_limit_s=30), variant="table42")
+    assert solved.result.status == Status.OPTIMAL
+    assert check(problem, solved.decision).ok
+    assert objective(problem, solved.decision) == pytest.approx(known_optimum(case))
+
+
+def test_retiming_chain_needs_retiming_bins():
+    problem = instances.retiming_chain()
+    solved = formulation.solve(problem, SolverConfig(time_limit_s=30))
+    assert solved.decision.retiming_bins >= 1
+    assert known_optimum("retime-chain") == 4 + solved.decision.retiming_bins
+
+
+def test_warm_start_never_ends_worse_than_the_hint():
+    problem = instances.random_dag(4, n=6)
+    singletons = complete(problem, {n: k for k, n in enumerate(problem.item_names)},
+                          {k: "pcu" for k in range(len(problem.items))})
+    solved = formulation.solve(problem, SolverConfig(time_limit_s=30), singletons)
+    assert objective(problem, solved.decision) <= objective(problem, singletons)
+
+
+def test_broadcast_counts_once_toward_input_arity():
+    # three items read the same external value: together in one bin they use one vector input
+    items = tuple(Item(n, {"stages": 1}) for n in "abc")
+    links = tuple(Link("x", n, kind="vector") for n in "abc")
+    pcu = BinType("pcu", {"stages": 3}, inputs={"vector": 1})
+    problem = PartitionProblem(items, (pcu,), links, acyclic=True)
+    solved = formulation.solve(problem, SolverConfig(time_limit_s=10))
+    assert len(solved.decision.bins) == 1 and check(problem, solved.decision).ok
+
+
+def test_clusters_are_solved_separately_with_the_same_optimum():
+    a = instances.random_dag(5, n=5)
+    items = tuple(Item(i.name, i.demand, cluster="left" if k < 3 else "right") for k, i in enumerate(a.items))
+    problem = PartitionProblem(items, a.bin_types, a.links, acyclic=True)
+    separate = formulation.solve(problem, SolverConfig(time_limit_s=30))
+    assert separate.details.get("components") and len(separate.details["components"]) == 2
+    assert separate.result.status == Status.OPTIMAL
+    assert check(problem, separate.decision).ok
+    assert objective(problem, separate.decision) == pytest.approx(optimum(problem))
+
+
+def test_lower_bound_never_exceeds_the_optimum():
+    for name in ("plain", "broadcast", "random1", "random2", "random3", "merge"):
+        problem = CASES[name]()
+        assert formulation.lower_bound(problem).cost <= known_optimum(name) + 1e-9
+
+
+def test_diagnose_names_the_node_and_the_limit():
+    items = (Item("wide", {"stages": 1}),)
+    links = tuple(Link(f"v{k}", "wide", kind="vector") for k in range(5))  # external values
+    pcu = BinType("pcu", {"stages": 6}, inputs={"vector": 4})
+    reason = formulation.diagnose(PartitionProblem(items, (pcu,), links))
+    assert reason is not None and "'wide'" in reason and "5 vector inputs" in reason and "has 4" in reason
+
+
+def test_unknown_variant_is_a_config_error():
+    from solvermap.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        formulation.solve(instances.plain_packing(), SolverConfig(), variant="nope")
+
+
+def test_diagnose_names_a_type_whose_count_is_too_small():
+    items = tuple(Item(f"op{k}", {"stages": 4}) for k in range(5))
+    pcu = BinType("pcu", {"stages": 6}, count=3)
+    reason = formulation.diagnose(PartitionProblem(items, (pcu,)))
+    assert reason is not None and "only a pcu" in reason and "has 3" in reason
