@@ -1,0 +1,158 @@
+"""``solvermap explore``: run a study in this process, with a progress bar, then write its results.
+
+The study directory (``--out``, default a new run directory under ``runs/``) holds::
+
+    study.yaml        the validated study, every default filled in (what workers read)
+    study.json        study name, storage URL, digest, the original study file
+    environment.json  versions, backends, git commit
+    study.journal     the default storage (Optuna journal file)
+    trials/<n>/       one folder per trial (params, per-workload records, metrics, log)
+    cache/            the solve cache shared by the study's trials
+    tables/, figures/ results (see solvermap.search.report)
+
+Giving ``--out`` a directory that already holds the same study (same digest) resumes it: finished
+trials are kept, a trial that was running when the previous process died is failed and re-run, and
+new trials start until ``--n-trials`` trials have finished. A different study there is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from solvermap.errors import InputError
+from solvermap.search.study_file import StudyFile, load_study, parse_study, study_digest
+
+
+@dataclass
+class StudyDir:
+    """An opened study directory and what ``study.json`` says about it."""
+
+    path: Path
+    spec: StudyFile
+    url: str
+    resumed: bool
+
+    @property
+    def source(self) -> str:
+        return str(self.path / "study.yaml")
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads((path / "study.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(str(path / "study.json"), "", f"unreadable study record: {exc}") from None
+
+
+def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str) -> StudyDir:
+    """Create the study directory, or reopen it to resume (module docstring)."""
+    from solvermap.runs import RunDirectory
+    from solvermap.search.storage import default_url
+
+    spec = load_study(study_path)
+    digest = study_digest(spec)
+    if out is not None and (Path(out) / "study.json").exists():
+        path = Path(out)
+        record = _read_record(path)
+        if record.get("digest") != digest:
+            raise InputError(str(out), "--out", f"holds a different study ({record.get('study_name')!r}, digest "
+                             f"{record.get('digest')}); choose a new directory")
+        url = storage or record["storage"]
+        return StudyDir(path, spec, url, True)
+    run = RunDirectory.create(out, command, spec.name)
+    url = storage or default_url(run.path)
+    (run.path / "study.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
+    run.write_json("study.json", {"study_name": spec.name, "storage": url, "digest": digest,
+                                  "study_file": str(Path(study_path).resolve()),
+                                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    run.write_environment()
+    return StudyDir(run.path, spec, url, False)
+
+
+def open_dir(path: str | Path) -> StudyDir:
+    """Reopen an existing study directory (for workers and ``status``)."""
+    path = Path(path)
+    if not (path / "study.json").exists():
+        raise InputError(str(path), "", "not a study directory (no study.json)")
+    record = _read_record(path)
+    source = str(path / "study.yaml")
+    spec = parse_study(yaml.safe_load((path / "study.yaml").read_text()), source)
+    return StudyDir(path, spec, record["storage"], True)
+
+
+class TrialProgress:
+    """A rich progress bar over finished trials (this worker's and everyone else's)."""
+
+    def __init__(self, total: int, done: int, enabled: bool, console: Any) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.enabled = enabled
+        self.feasible = 0
+        self.hits = 0
+        self.failed = 0
+        self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
+                                 console=console, disable=not enabled, transient=False)
+        self.task = self.progress.add_task("trials", total=total, completed=done, note="")
+
+    def __enter__(self) -> TrialProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def record(self, result: Any) -> None:
+        """Count one finished trial of this process (None: a trial that failed)."""
+        if result is None:
+            self.failed += 1
+            return
+        self.feasible += 1 if result.feasible else 0
+        self.hits += result.cache.get("hits", 0) if result.cache else 0
+
+    def show(self, completed: int) -> None:
+        note = f"feasible {self.feasible}, cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else "")
+        self.progress.update(self.task, completed=completed, note=note)
+
+
+def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
+            out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
+            console: Any = None) -> tuple[StudyDir, Any, Any]:
+    """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
+    from rich.console import Console
+
+    from solvermap.search.evaluate import Evaluator
+    from solvermap.search.report import analyse, write_results
+    from solvermap.search.worker import counts, open_study, run_worker
+
+    console = console or Console(stderr=True, soft_wrap=True)
+    sdir = prepare_dir(study_path, out, storage, "explore")
+    evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path))
+    handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
+    record = json.loads((sdir.path / "study.json").read_text())
+    record["n_trials"] = handle.n_trials
+    (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
+    done = counts(handle.study)["complete"]
+    if sdir.resumed:
+        console.print(f"resuming study {sdir.spec.name!r}: {done} of {handle.n_trials} trials finished", highlight=False)
+    timeout = timeout_s if timeout_s is not None else sdir.spec.budget.timeout_s
+    with TrialProgress(handle.n_trials, done, progress, console) as bar:
+        def on_trial(number: int, result: Any, finished: int) -> None:
+            bar.record(result)
+            bar.show(finished)
+
+        try:
+            report = run_worker(handle, evaluator, timeout_s=timeout, label="explore", on_trial=on_trial)
+        except KeyboardInterrupt:
+            write_results(analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions), sdir.path)
+            console.print(f"interrupted: results so far in {sdir.path}; resume with --out {sdir.path}", highlight=False)
+            raise
+    results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
+    write_results(results, sdir.path)
+    return sdir, results, report

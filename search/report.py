@@ -1,0 +1,334 @@
+"""Results of a study: trial table, Pareto front, hypervolume, figures and the printed summary.
+
+Files written into the study directory::
+
+    tables/trials.{csv,parquet}        every trial: number, state, feasible, reason, objectives, params,
+                                       metrics, cache hits, seconds, run directory
+    tables/front.{csv,parquet}         the feasible non-dominated trials (all objectives at once), one
+                                       per distinct configuration (the first trial that sampled it)
+    tables/hypervolume.csv             normalised hypervolume of the first k trials, k = 1..n
+    figures/front_<a>__<b>.png|.html   per objective pair: feasible trials, infeasible ones (×), the
+                                       Pareto-optimal trials and the pair's own front line
+    figures/hypervolume.png|.html      hypervolume against trials
+
+The HTML figures are plotly, with ``plotly.min.js`` written once beside them (no network needed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from solvermap.search.pareto import hypervolume, hypervolume_history, normaliser, pareto_mask, to_minimisation
+
+
+PARAM_ROOTS = ("target", "workload", "decisions", "solver", "choice")
+
+
+@dataclass
+class StudyResults:
+    """Everything derived from the trials of a study."""
+
+    trials: pd.DataFrame
+    front: pd.DataFrame
+    objectives: list[str]
+    directions: list[str]
+    hypervolume: float
+    history: list[float]
+    counts: dict[str, int]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
+    """One row per trial of an Optuna study, with the solvermap user attributes unpacked."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        attrs = {**t.user_attrs, **(t.user_attrs.get("result") or {})}
+        row: dict[str, Any] = {"number": t.number, "state": t.state.name.lower(),
+                               "feasible": bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False,
+                               "reason": attrs.get("reason") or attrs.get("error") or ""}
+        for label, value in zip(objectives, t.values or [None] * len(objectives)):
+            row[label] = value if value is not None and math.isfinite(value) else None
+        for key, value in t.params.items():
+            row[key] = value
+        for key, value in (attrs.get("metrics") or {}).items():
+            if key not in row:
+                row[key] = value
+        cache = attrs.get("cache") or {}
+        row["cache_hits"] = cache.get("hits")
+        row["cache_misses"] = cache.get("misses")
+        row["warm_from_neighbour"] = cache.get("warm_from_neighbour")
+        row["seconds"] = attrs.get("seconds")
+        row["retry_of"] = attrs.get("retry_of")
+        row["run_dir"] = attrs.get("run_dir")
+        row["constraints"] = json.dumps(t.constraints) if t.constraints else ""
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=["number", "state", "feasible", "reason", *objectives])
+    return frame.sort_values("number").reset_index(drop=True)
+
+
+def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyResults:
+    """Front, hypervolume and counts from an Optuna study."""
+    frame = trials_frame(study, objectives)
+    done = frame[frame["state"] == "complete"]
+    feasible = done[done["feasible"]]
+    counts = {"trials": len(frame), "complete": len(done), "feasible": len(feasible),
+              "infeasible": int(len(done) - len(feasible)),
+              "running": int((frame["state"] == "running").sum()), "waiting": int((frame["state"] == "waiting").sum()),
+              "failed": int((frame["state"] == "fail").sum())}
+    if len(feasible):
+        points = to_minimisation(feasible[objectives].to_numpy(dtype=float), directions)
+        front = feasible[pareto_mask(points)].copy()
+        norm = normaliser(points)
+        hv = hypervolume(norm(points), norm.ref)
+        all_points = to_minimisation(done[objectives].to_numpy(dtype=float), directions)
+        history = hypervolume_history(all_points, done["feasible"].tolist(), norm)
+    else:
+        front, hv, history = feasible.copy(), 0.0, [0.0] * len(done)
+    params = [c for c in frame.columns if c.split(".", 1)[0] in PARAM_ROOTS]
+    if params and len(front):
+        # a configuration sampled twice is one design: keep its first trial
+        front = front.sort_values("number").drop_duplicates(subset=params, keep="first")
+        counts["distinct_configs"] = int(len(done.drop_duplicates(subset=params)))
+    front = front.sort_values(objectives).reset_index(drop=True)
+    return StudyResults(frame, front, objectives, directions, hv, history, counts)
+
+
+def write_results(results: StudyResults, root: str | Path, *, html: bool = True) -> dict[str, str]:
+    """Write the tables and figures listed in the module docstring; returns their paths by role."""
+    root = Path(root)
+    tables, figures = root / "tables", root / "figures"
+    tables.mkdir(parents=True, exist_ok=True)
+    figures.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    for name, frame in (("trials", results.trials), ("front", results.front)):
+        frame = frame.copy()
+        for column in frame.columns:
+            if frame[column].dtype == object:
+                frame[column] = frame[column].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+        frame.to_csv(tables / f"{name}.csv", index=False)
+        frame.to_parquet(tables / f"{name}.parquet", index=False)
+        files[f"{name}_csv"] = str(tables / f"{name}.csv")
+        files[f"{name}_parquet"] = str(tables / f"{name}.parquet")
+    done = results.trials[results.trials["state"] == "complete"]
+    pd.DataFrame({"trials": range(1, len(results.history) + 1), "number": done["number"].tolist(),
+                  "hypervolume": results.history}).to_csv(tables / "hypervolume.csv", index=False)
+    files["hypervolume_csv"] = str(tables / "hypervolume.csv")
+    pairs = list(itertools.combinations(range(len(results.objectives)), 2)) or [(0, 0)]
+    for i, j in pairs:
+        a, b = results.objectives[i], results.objectives[j]
+        stem = f"front_{_slug(a)}__{_slug(b)}" if i != j else f"front_{_slug(a)}"
+        files[f"{stem}_png"] = _front_png(results, i, j, figures / f"{stem}.png")
+        if html:
+            files[f"{stem}_html"] = _front_html(results, i, j, figures / f"{stem}.html")
+    files["hypervolume_png"] = _history_png(results, figures / "hypervolume.png")
+    if html:
+        files["hypervolume_html"] = _history_html(results, figures / "hypervolume.html")
+    results.files = files
+    return files
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
+
+
+def _pair_front(x: np.ndarray, y: np.ndarray, dx: str, dy: str) -> np.ndarray:
+    points = to_minimisation(np.column_stack([x, y]), [dx, dy])
+    idx = np.where(pareto_mask(points))[0]
+    return idx[np.argsort(x[idx])]
+
+
+def _front_png(results: StudyResults, i: int, j: int, path: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a, b = results.objectives[i], results.objectives[j]
+    done = results.trials[results.trials["state"] == "complete"]
+    feasible = done[done["feasible"]]
+    infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
+    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
+    if i == j:
+        ax.plot(feasible["number"], feasible[a], "o", color="0.6", label="feasible trials")
+        ax.plot(results.front["number"], results.front[a], "o", color="C3", label="best")
+        ax.set_xlabel("trial")
+        ax.set_ylabel(a)
+    else:
+        ax.scatter(feasible[a], feasible[b], s=18, color="0.65", label=f"feasible ({len(feasible)})")
+        if len(infeasible):
+            ax.scatter(infeasible[a], infeasible[b], s=24, marker="x", color="C1", label=f"over a cap ({len(infeasible)})")
+        if len(feasible):
+            x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
+            order = _pair_front(x, y, results.directions[i], results.directions[j])
+            ax.step(x[order], y[order], where="post", color="C0", lw=1.2, label=f"{a}–{b} front")
+        ax.scatter(results.front[a], results.front[b], s=36, facecolors="none", edgecolors="C3", lw=1.5,
+                   label=f"Pareto-optimal ({len(results.front)})")
+        ax.set_xlabel(f"{a} ({results.directions[i][:3]})")
+        ax.set_ylabel(f"{b} ({results.directions[j][:3]})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{results.counts['complete']} trials, hypervolume {results.hypervolume:.3f}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
+
+
+def _hover(frame: pd.DataFrame, objectives: list[str]) -> list[str]:
+    params = [c for c in frame.columns if c.split(".", 1)[0] in PARAM_ROOTS]
+    out = []
+    for _, row in frame.iterrows():
+        parts = [f"trial {row['number']}"] + [f"{c}={row[c]}" for c in params if pd.notna(row[c])]
+        parts += [f"{o}={row[o]:.4g}" for o in objectives if pd.notna(row.get(o))]
+        if row.get("reason"):
+            parts.append(str(row["reason"])[:120])
+        out.append("<br>".join(parts))
+    return out
+
+
+def _write_html(fig: Any, path: Path) -> str:
+    fig.write_html(str(path), include_plotlyjs="directory", full_html=True)
+    return str(path)
+
+
+def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
+    import plotly.graph_objects as go
+
+    a, b = results.objectives[i], results.objectives[j]
+    done = results.trials[results.trials["state"] == "complete"]
+    feasible = done[done["feasible"]]
+    infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
+    fig = go.Figure()
+    if i == j:
+        fig.add_trace(go.Scatter(x=feasible["number"], y=feasible[a], mode="markers", name="feasible",
+                                 text=_hover(feasible, results.objectives), hoverinfo="text"))
+        fig.update_layout(xaxis_title="trial", yaxis_title=a)
+    else:
+        fig.add_trace(go.Scatter(x=feasible[a], y=feasible[b], mode="markers", name="feasible",
+                                 marker={"color": "#aaaaaa"}, text=_hover(feasible, results.objectives), hoverinfo="text"))
+        if len(infeasible):
+            fig.add_trace(go.Scatter(x=infeasible[a], y=infeasible[b], mode="markers", name="over a cap",
+                                     marker={"symbol": "x", "color": "#ff7f0e"},
+                                     text=_hover(infeasible, results.objectives), hoverinfo="text"))
+        if len(feasible):
+            x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
+            order = _pair_front(x, y, results.directions[i], results.directions[j])
+            fig.add_trace(go.Scatter(x=x[order], y=y[order], mode="lines", line={"shape": "hv"}, name=f"{a}–{b} front"))
+        fig.add_trace(go.Scatter(x=results.front[a], y=results.front[b], mode="markers", name="Pareto-optimal",
+                                 marker={"size": 10, "color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 2}},
+                                 text=_hover(results.front, results.objectives), hoverinfo="text"))
+        fig.update_layout(xaxis_title=f"{a} ({results.directions[i]})", yaxis_title=f"{b} ({results.directions[j]})")
+    fig.update_layout(title=f"{results.counts['complete']} trials, hypervolume {results.hypervolume:.3f}",
+                      template="plotly_white")
+    return _write_html(fig, path)
+
+
+def _history_png(results: StudyResults, path: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=110)
+    ax.plot(range(1, len(results.history) + 1), results.history, color="C0")
+    ax.set_xlabel("finished trials")
+    ax.set_ylabel("hypervolume (normalised)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
+
+
+def _history_html(results: StudyResults, path: Path) -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=list(range(1, len(results.history) + 1)), y=results.history, mode="lines+markers"))
+    fig.update_layout(xaxis_title="finished trials", yaxis_title="hypervolume (normalised)", template="plotly_white")
+    return _write_html(fig, path)
+
+
+# ------------------------------------------------------------------------------- printing
+
+
+def front_records(results: StudyResults, limit: int | None = None) -> list[dict[str, Any]]:
+    """The front as JSON-ready rows: trial number, parameters and objective values."""
+    params = [c for c in results.trials.columns if c.split(".", 1)[0] in PARAM_ROOTS]
+    rows = []
+    for _, row in results.front.head(limit).iterrows() if limit else results.front.iterrows():
+        rows.append({"number": int(row["number"]),
+                     "params": {c: _plain(row[c]) for c in params if c in row and pd.notna(row[c])},
+                     "objectives": {o: _plain(row[o]) for o in results.objectives},
+                     "run_dir": row.get("run_dir")})
+    return rows
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _short(param: str) -> str:
+    """A column label: ``target.pcu.stages`` → ``pcu.stages``, ``workload.gda.par`` → ``gda.par``."""
+    root, _, rest = param.partition(".")
+    return rest if root in ("target", "workload", "choice") and rest else param
+
+
+def _number(value: Any) -> str:
+    value = float(value)
+    if abs(value) >= 1e4 and abs(value) < 1e15:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _cell(value: Any) -> str:
+    value = _plain(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def summary_json(results: StudyResults, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {**(extra or {}), "counts": results.counts, "objectives": dict(zip(results.objectives, results.directions)),
+            "hypervolume": results.hypervolume, "front": front_records(results), "files": results.files}
+
+
+def print_summary(results: StudyResults, console: Any, title: str = "Pareto front", limit: int = 20) -> None:
+    """A rich table of the front (parameters and objectives) and one line of counts."""
+    from rich.table import Table
+
+    c = results.counts
+    console.print(f"{c['complete']} finished trials ({c['feasible']} feasible, {c['infeasible']} infeasible), "
+                  f"{c['failed']} failed, {c['running']} running, {c['waiting']} queued"
+                  + (f", {c['distinct_configs']} distinct configurations" if "distinct_configs" in c else "") + "; "
+                  f"hypervolume {results.hypervolume:.4f}", highlight=False, soft_wrap=True)
+    if results.front.empty:
+        console.print("no feasible trial yet", highlight=False)
+        return
+    params = [col for col in results.trials.columns
+              if col.split(".", 1)[0] in PARAM_ROOTS]
+    table = Table(title=f"{title} ({len(results.front)} trials)", header_style="bold")
+    table.add_column("trial", justify="right")
+    for p in params:
+        table.add_column(_short(p))
+    for o, d in zip(results.objectives, results.directions):
+        table.add_column(f"{o} {'↓' if d == 'minimize' else '↑'}", justify="right")
+    for _, row in results.front.head(limit).iterrows():
+        cells = [str(int(row["number"]))]
+        cells += ["-" if pd.isna(row.get(p)) else _cell(row[p]) for p in params]
+        cells += [_number(row[o]) for o in results.objectives]
+        table.add_row(*cells)
+    console.print(table)
+    if len(results.front) > limit:
+        console.print(f"... and {len(results.front) - limit} more in tables/front.csv", highlight=False)

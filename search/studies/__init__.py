@@ -1,0 +1,1 @@
+"""Studies shipped with solvermap (YAML package data): ``solvermap explore <name>`` runs one by name."""

@@ -1,0 +1,213 @@
+"""Opening a study in its storage and running trials from it (the loop every worker runs).
+
+:func:`open_study` creates the Optuna study (directions from the objectives, the seeded sampler,
+the study file's digest and objective labels as study attributes) or loads it when it exists — which
+is how an interrupted study resumes. A study of the same name with a different digest is refused.
+For the grid sampler it enqueues the whole sweep once, at creation.
+
+:func:`run_worker` repeats, until the study holds ``n_trials`` finished (COMPLETE) trials or the time
+budget is spent: under the :class:`~solvermap.search.storage.SlotLock`, fail stale trials and count;
+if finished + running trials already reach the target, wait for the others; else ask a trial (a
+re-queued retry first), claim it and start its heartbeat; evaluate; set constraints and user
+attributes; tell. An exception inside a trial fails that trial (its message in the user attribute
+``error``) and the loop goes on; a :class:`~solvermap.search.evaluate.StudyError` or Ctrl-C fails the
+trial and stops the worker; after Ctrl-C the interrupted trial is re-queued, so a resumed study runs it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from solvermap.errors import InputError
+from solvermap.search.evaluate import Evaluator, StudyError, TrialResult
+from solvermap.search.samplers import make_sampler
+from solvermap.search.space import enumerate_space, suggest
+from solvermap.search.storage import Heartbeat, RetryStaleTrial, SlotLock, claim, fail_stale, open_storage, redact
+from solvermap.search.study_file import StudyFile, study_digest
+
+META_ATTR = "solvermap"
+
+
+def quiet_optuna() -> None:
+    """Optuna's per-trial INFO lines and experimental-feature warnings would drown the progress bar."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", message=".*constraint value is ignored.*")
+    # we run Optuna's RDB heartbeat ourselves around ask/tell (search.storage.Heartbeat)
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+
+
+@dataclass
+class StudyHandle:
+    """An open study: the Optuna study, its storage URL, the slot lock and the study file."""
+
+    study: Any
+    url: str
+    lock: SlotLock
+    spec: StudyFile
+    n_trials: int
+    grid_size: int | None = None
+
+
+def grid_configs(spec: StudyFile) -> list[dict[str, Any]]:
+    """The grid sampler's sweep: every configuration, shuffled by the study seed (early trials spread out)."""
+    import random
+
+    configs = enumerate_space(spec.space)
+    random.Random(spec.seed).shuffle(configs)
+    return configs
+
+
+def open_study(spec: StudyFile, url: str, *, n_trials: int | None = None, worker: int = 0,
+               create: bool = True, source: str = "") -> StudyHandle:
+    """Create or load the study ``spec.name`` in ``url`` (see module docstring)."""
+    import optuna
+
+    quiet_optuna()
+    storage = open_storage(url, spec.storage)
+    sampler = make_sampler(spec, worker=worker, source=source)
+    digest = study_digest(spec)
+    lock = SlotLock(storage, url, spec.name)
+    grid = grid_configs(spec) if spec.sampler.name == "grid" else None
+    with lock.hold():
+        names = {s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
+        if spec.name not in names and not create:
+            raise InputError("--storage", redact(url), f"no study named {spec.name!r} in this storage")
+        study = optuna.create_study(study_name=spec.name, storage=storage, sampler=sampler,
+                                    directions=spec.directions, load_if_exists=True)
+        meta = study.user_attrs.get(META_ATTR)
+        if meta is None:
+            study.set_user_attr(META_ATTR, {"digest": digest, "objectives": [o.label for o in spec.objectives],
+                                            "directions": spec.directions, "sampler": spec.sampler.name,
+                                            "seed": spec.seed})
+            if grid is not None:
+                for config in grid:
+                    study.enqueue_trial(config)
+        elif meta.get("digest") != digest:
+            raise InputError("--storage", redact(url),
+                             f"study {spec.name!r} already exists there with different contents (digest "
+                             f"{meta.get('digest')} ≠ {digest}); give the study another `name` or use another storage")
+    target = n_trials if n_trials is not None else spec.n_trials(len(grid) if grid is not None else None)
+    if grid is not None:
+        target = min(target, len(grid))
+    return StudyHandle(study, url, lock, spec, target, len(grid) if grid is not None else None)
+
+
+@dataclass
+class WorkerReport:
+    """What one worker did."""
+
+    label: str
+    started: int = 0
+    completed: int = 0
+    infeasible: int = 0
+    failed: int = 0
+    lost: int = 0  # trials failed as stale by another worker while this one still ran them
+    errors: list[str] = field(default_factory=list)
+
+
+def counts(study: Any) -> dict[str, int]:
+    from optuna.trial import TrialState
+
+    out = {s.name.lower(): 0 for s in TrialState}
+    for t in study.get_trials(deepcopy=False):
+        out[t.state.name.lower()] += 1
+    return out
+
+
+def result_attr(result: TrialResult) -> dict[str, Any]:
+    """The trial's user attribute ``result`` (one write): feasibility, metrics, cache use, run directory."""
+    finite = {k: (v if math.isfinite(v) else None) for k, v in result.metrics.items()}
+    return {"feasible": result.feasible, "reason": result.reason[:500], "metrics": finite,
+            "per_workload": {w: {k: (v if math.isfinite(v) else None) for k, v in m.items()}
+                             for w, m in result.per_workload.items()},
+            "cache": result.cache, "seconds": result.seconds, "run_dir": result.run_dir}
+
+
+def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | None = None, label: str = "main",
+               on_trial: Callable[[int, TrialResult | None, int], None] | None = None,
+               poll_s: float = 0.5) -> WorkerReport:
+    """Run trials until the study holds ``handle.n_trials`` finished trials (module docstring).
+
+    ``on_trial(number, result or None if the trial failed, finished trials in the study)`` follows each trial."""
+    import optuna
+
+    study, spec = handle.study, handle.spec
+    report = WorkerReport(label)
+    start = time.monotonic()
+    checked = -math.inf  # when stale trials were last looked for
+    while True:
+        if timeout_s is not None and time.monotonic() - start > timeout_s:
+            break
+        with handle.lock.hold():
+            if time.monotonic() - checked >= spec.storage.heartbeat_s:
+                fail_stale(study, spec.storage)
+                checked = time.monotonic()
+            c = counts(study)
+            if c["complete"] >= handle.n_trials:
+                break
+            trial = None
+            if c["complete"] + c["running"] >= handle.n_trials and c["running"] and checked < time.monotonic() - poll_s:
+                fail_stale(study, spec.storage)  # about to wait: make sure the running trials are alive
+                checked = time.monotonic()
+                c = counts(study)
+            if c["complete"] + c["running"] < handle.n_trials:
+                with warnings.catch_warnings():
+                    quiet_optuna()
+                    trial = study.ask()
+                claim(study._storage, trial._trial_id, label)
+        if trial is None:
+            time.sleep(poll_s)  # the remaining trials run elsewhere; wait for them (or for them to go stale)
+            continue
+        report.started += 1
+        result: TrialResult | None = None
+        try:
+            with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
+                config = suggest(spec.space, trial)
+                result = evaluator.evaluate(config, number=trial.number)
+        except KeyboardInterrupt:
+            _tell_failed(study, trial, "interrupted")
+            RetryStaleTrial(spec.storage.max_retry)(study, study._storage.get_trial(trial._trial_id))  # resume re-runs it
+            raise
+        except (StudyError, InputError):
+            _tell_failed(study, trial, "stopped")
+            raise
+        except Exception as exc:  # noqa: BLE001 - a broken trial must not end the study
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            report.failed += 1
+            report.errors.append(f"trial {trial.number}: {message}")
+            _tell_failed(study, trial, message)
+            if on_trial is not None:
+                on_trial(trial.number, None, c["complete"])
+            continue
+        try:
+            for key, value in result.constraints.items():
+                trial.set_constraint(key, value)
+            trial.set_user_attr("result", result_attr(result))
+            study.tell(trial, result.values)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            report.lost += 1  # declared stale meanwhile; its retry re-runs it
+            continue
+        report.completed += 1
+        report.infeasible += 0 if result.feasible else 1
+        if on_trial is not None:
+            on_trial(trial.number, result, c["complete"] + 1)
+    return report
+
+
+def _tell_failed(study: Any, trial: Any, message: str) -> None:
+    import optuna
+    from optuna.trial import TrialState
+
+    try:
+        trial.set_user_attr("error", message)
+        study.tell(trial, state=TrialState.FAIL)
+    except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError):
+        pass

@@ -1,0 +1,57 @@
+"""Shared fixtures: study files over the ``toyarray`` test family (tests/search/toy_family.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import tests.search.toy_family  # noqa: F401 - registers the toyarray family, workload and pipeline
+
+REPO = Path(__file__).resolve().parents[2]
+TOY_TARGET = Path(__file__).with_name("toyarray.yaml")
+SOLVERMAP = str(Path(sys.executable).with_name("solvermap"))
+
+
+def toy_study(**changes) -> dict:
+    """A small two-objective study over the toy array (36 configurations when enumerated)."""
+    study = {
+        "name": "toy",
+        "target": str(TOY_TARGET),
+        "imports": ["tests.search.toy_family"],
+        "workloads": [{"name": "tasks", "params": {"n": 6}}],
+        "space": {
+            "target.pes": {"type": "int", "low": 1, "high": 4},
+            "target.lanes": {"type": "categorical", "choices": [2, 4, 8]},
+            "target.network": {"type": "categorical", "choices": ["static", "dynamic"]},
+            "target.vcs": {"type": "int", "low": 1, "high": 2, "when": {"target.network": "dynamic"}},
+        },
+        "objectives": [{"metric": "cycles", "direction": "minimize"}, {"metric": "area_mm2", "direction": "minimize"}],
+        "sampler": {"name": "random"},
+        "seed": 0,
+        "budget": {"n_trials": 8},
+        "solver": {"backend": "cpsat", "time_limit_s": 10},
+        "storage": {"heartbeat_s": 1, "grace_s": 3, "max_retry": 2},
+    }
+    study.update(changes)
+    return study
+
+
+def write_study(path: Path, **changes) -> Path:
+    path.write_text(yaml.safe_dump(toy_study(**changes), sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def study_file(tmp_path: Path) -> Path:
+    return write_study(tmp_path / "toy.yaml")
+
+
+def subprocess_env() -> dict[str, str]:
+    """Environment for a child `solvermap`: the repository on PYTHONPATH (for the test family)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env

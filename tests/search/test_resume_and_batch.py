@@ -1,0 +1,238 @@
+"""Killed studies resume with no lost or duplicated trials (journal file, PostgreSQL); K local workers
+share one storage through submitit and stop at exactly the requested number of trials."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from solvermap.search.batch import submit, wait
+from solvermap.search.explore import explore
+from solvermap.search.storage import claim, fail_stale, open_storage
+from solvermap.search.study_file import StorageSettings
+from tests.search.conftest import SOLVERMAP, subprocess_env, write_study
+
+# pes x 3 lanes x (static + 2 dynamic vcs) = 9·pes grid points, every one a real solve (no cache)
+KILL_STUDY = {
+    "sampler": {"name": "grid"},
+    "budget": {},
+    "cache": {"enabled": False},
+    "workloads": [{"name": "tasks", "params": {"n": 40}}],
+    "space": {
+        "target.pes": {"type": "int", "low": 1, "high": 8},
+        "target.lanes": {"type": "categorical", "choices": [2, 4, 8]},
+        "target.network": {"type": "categorical", "choices": ["static", "dynamic"]},
+        "target.vcs": {"type": "int", "low": 1, "high": 2, "when": {"target.network": "dynamic"}},
+    },
+}
+
+
+def _kill_study(pes: int) -> dict:
+    """The kill study with ``pes`` PE counts: pes x 9 grid points."""
+    space = dict(KILL_STUDY["space"], **{"target.pes": {"type": "int", "low": 1, "high": pes}})
+    return dict(KILL_STUDY, space=space)
+
+
+def _complete(study) -> list:
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
+                  sig: int = signal.SIGKILL) -> tuple[Path, dict[int, tuple]]:
+    """Start `solvermap explore` in a child process, SIGKILL it after a few trials; return what had finished."""
+    path = write_study(tmp_path / "kill.yaml", **_kill_study(grid // 9))
+    out = tmp_path / "run"
+    command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet"]
+    url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
+    if storage:
+        command += ["--storage", storage]
+    child = subprocess.Popen(command, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if child.poll() is not None:
+                pytest.fail(f"explore ended before it could be killed: {child.stderr.read().decode()[-500:]}")
+            if (out / "study.json").exists():
+                try:
+                    study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
+                except KeyError:
+                    time.sleep(0.05)
+                    continue
+                if len(_complete(study)) >= 5:
+                    break
+            time.sleep(0.02)
+        else:
+            pytest.fail("no trial finished within 60 s")
+        child.send_signal(sig)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
+    finished = {t.number: (json.dumps(t.params, sort_keys=True), tuple(t.values)) for t in _complete(study)}
+    assert 5 <= len(finished) < grid
+    return path, finished
+
+
+def _assert_resumed(path: Path, out: Path, before: dict[int, tuple], storage: str | None, grid: int) -> None:
+    _, results, report = explore(path, out=out, storage=storage, progress=False)
+    url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
+    study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
+    complete = _complete(study)
+    configs = [json.dumps(t.params, sort_keys=True) for t in complete]
+    assert len(complete) == grid == results.counts["complete"]
+    assert len(set(configs)) == grid, "a grid point finished twice"
+    for number, (params, values) in before.items():  # nothing finished before the kill was lost or changed
+        trial = study.trials[number]
+        assert trial.state.name == "COMPLETE" and json.dumps(trial.params, sort_keys=True) == params
+        assert tuple(trial.values) == values
+    orphans = [t for t in study.trials if t.state.name == "FAIL"]
+    assert len(orphans) <= 1
+    for orphan in orphans:  # the trial running at the kill was failed and re-run with the same parameters
+        retries = [t for t in complete if t.user_attrs.get("retry_of") == orphan.number]
+        # (a trial killed while sampling holds part of its parameters; the grid queue restores the rest)
+        assert len(retries) == 1 and orphan.params.items() <= retries[0].params.items()
+    assert report.completed == grid - len(before), (report, sorted(before), [(t.number, t.state.name) for t in study.trials])
+
+
+def test_killed_journal_study_resumes_without_lost_or_duplicated_trials(tmp_path):
+    path, before = _kill_mid_run(tmp_path, None, 36)
+    _assert_resumed(path, tmp_path / "run", before, None, 36)
+
+
+def test_interrupted_study_writes_partial_results_and_resumes(tmp_path):
+    path, before = _kill_mid_run(tmp_path, None, 36, signal.SIGINT)
+    assert (tmp_path / "run" / "tables" / "front.csv").exists()
+    _assert_resumed(path, tmp_path / "run", before, None, 36)
+
+
+def test_trial_of_a_dead_process_on_this_host_is_requeued_at_once(tmp_path):
+    settings = StorageSettings(heartbeat_s=60, grace_s=600, max_retry=1)
+    storage = open_storage(str(tmp_path / "s.journal"), settings)
+    study = optuna.create_study(storage=storage, study_name="dead")
+    trial = study.ask()
+    trial.suggest_int("x", 0, 9)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    claim(storage, trial._trial_id, "gone")
+    owner = dict(study.trials[0].system_attrs["solvermap:owner"], pid=gone.pid)
+    storage.set_trial_system_attr(trial._trial_id, "solvermap:owner", owner)
+    assert fail_stale(study, settings) == [trial.number]
+    assert [t.state.name for t in study.get_trials()] == ["FAIL", "WAITING"]
+
+
+# ------------------------------------------------------------------------------- PostgreSQL
+
+
+def _postgres_bin() -> Path | None:
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
+            return candidate
+    found = shutil.which("pg_ctl")
+    return Path(found).parent if found and (Path(found).parent / "initdb").exists() else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres(tmp_path_factory):
+    """A throw-away PostgreSQL server on loopback (run as `nobody` when the tests run as root)."""
+    bindir = _postgres_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    root = tmp_path_factory.mktemp("pg")
+    data, sockets = root / "data", root / "sock"
+    sockets.mkdir()
+    user = "nobody" if os.geteuid() == 0 else None
+    if user:
+        os.chmod(root, 0o777)
+        shutil.chown(sockets, user=user)
+        os.chmod(sockets, 0o777)
+        for parent in list(root.parents)[:-1]:  # let `nobody` traverse to its folder
+            os.chmod(parent, os.stat(parent).st_mode | 0o011)
+
+    def run(*args: str) -> None:
+        command = [str(bindir / args[0]), *args[1:]]
+        if user:
+            command = ["su", user, "-s", "/bin/sh", "-c", " ".join(f"'{c}'" for c in command)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+    port = _free_port()
+    run("initdb", "-D", str(data), "-A", "trust", "-U", "solvermap", "--no-sync")
+    run("pg_ctl", "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    try:
+        yield f"postgresql+psycopg2://solvermap@127.0.0.1:{port}/postgres"
+    finally:
+        run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+
+
+def test_killed_postgres_study_resumes_without_lost_or_duplicated_trials(tmp_path, postgres):
+    path, before = _kill_mid_run(tmp_path, postgres, 18)  # database round trips make trials slower
+    _assert_resumed(path, tmp_path / "run", before, postgres, 18)
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+def test_postgres_heartbeat_fails_and_requeues_a_silent_trial(postgres):
+    settings = StorageSettings(heartbeat_s=1, grace_s=1, max_retry=1)
+    storage = open_storage(postgres, settings)
+    study = optuna.create_study(storage=storage, study_name="heartbeat")
+    trial = study.ask()
+    trial.suggest_int("x", 0, 9)
+    storage.record_heartbeat(trial._trial_id)  # a worker on another machine beat once, then went silent
+    time.sleep(1.6)  # > grace_s
+    fail_stale(study, settings)
+    assert [t.state.name for t in study.get_trials()] == ["FAIL", "WAITING"]
+    assert study.get_trials()[1].params == trial.params
+
+
+# ------------------------------------------------------------------------------- batch
+
+
+def test_four_local_submitit_workers_share_one_storage_and_finish_the_requested_trials(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", subprocess_env()["PYTHONPATH"])
+    # 150 tasks, no cache: each trial is a real solve of a few tenths of a second, so that workers that
+    # start a moment apart all get trials
+    space = {"target.pes": {"type": "int", "low": 2, "high": 4}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
+    path = write_study(tmp_path / "batch.yaml", sampler={"name": "tpe"}, budget={"n_trials": 12}, space=space,
+                       workloads=[{"name": "tasks", "params": {"n": 150}}], cache={"enabled": False})
+    sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", timeout_min=5)
+    reports = wait(handle, jobs, progress=False, console=None, poll_s=0.2)
+    assert all("error" not in r for r in reports), reports
+    complete = _complete(handle.study)
+    assert len(complete) == 12 == sum(r["completed"] for r in reports)
+    assert len({t.number for t in complete}) == 12
+    owners = {t.system_attrs["solvermap:owner"]["worker"] for t in complete}
+    assert len(owners) >= 2, f"one worker did everything: {owners}"
+    assert {r["label"] for r in reports} == {f"worker-{k}" for k in range(4)}
+    logs = sorted(p.name for p in (sdir.path / "workers").glob("worker-*.log"))
+    assert logs == [f"worker-{k}.log" for k in range(4)]
+
+
+def test_journal_lock_left_by_a_dead_process_is_broken_at_once(tmp_path):
+    from solvermap.search.storage import OwnedJournalLock, host_id
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    lock = OwnedJournalLock(tmp_path / "s.journal", grace_s=60)
+    Path(lock.path).write_text(f"{host_id()} {gone.pid}")
+    start = time.monotonic()
+    assert lock.acquire() and time.monotonic() - start < 1
+    assert Path(lock.path).read_text() == f"{host_id()} {os.getpid()}"
+    lock.release()
+    assert not Path(lock.path).exists()
