@@ -1,0 +1,232 @@
+"""PUMA analog-digital accelerator pipeline (seed 003): ONNX model → placed, communicating crossbar program.
+
+convert      transform  ONNX converter (L104–L110): imported graph + weights → PUMA network
+optimize     transform  application optimiser (L112–L150): batch-norm folding, bias folding [W|b]·[x;1],
+                        quantisation by inserted normalize/clip ops and power-of-two layer scales
+replicate    decision   per-layer replication degrees under an MVMU budget (L152–L160) — MILP
+                        (formulations/replication.py); baselines: none, ISAAC greedy bottleneck
+partition    transform  crossbar partitioning into virtual crossbars with affinity (L171)
+place        decision   hierarchical tile placement (L171–L189): blocks → MVMUs → cores → tiles → node
+                        positions on the shared placement model (CP-SAT / MILP; exact stages, LNS) with a
+                        certified lower bound; objective = hop-weighted bytes; baselines: row-major,
+                        col-major, random, KaHIP min-cut, each with identity placement (public PUMA compiler)
+communicate  transform  load/store/send/receive insertion with dedup (L183), checked independently
+
+Validation: event-based performance/energy simulation (latency, throughput, energy, area, tiles,
+predicted vs simulated hop-weighted bytes) and, when the model has weights, the functional simulation
+(fixed point, bit-sliced crossbars) against the float reference with its error bound; for
+``digits_mlp`` the test-set accuracy loss.
+
+Options (``--set decisions.<step>.<key>=v``): optimize.fold_bias (auto|always|never), optimize.unroll
+(per_position|im2col), optimize.calibration_samples (8), optimize.input_normalization ([shift, scale]);
+replicate.spare (0.25: budget = (1 + spare) × unreplicated MVMUs) or replicate.budget (MVMUs);
+place.variant (hierarchical|joint), place.extra_tiles, place.balance_weight, place.link_weight,
+place.lns_share (0.45), place.bound_share (0.3: time for the certified lower bound);
+validate.inferences (4), validate.chunks (8), validate.functional_samples (4).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from solvermap.errors import InfeasibleError
+from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+
+
+def _spec(ctx: Context):
+    return ctx.target
+
+
+def _convert(ctx: Context) -> None:
+    from solvermap.mappers.puma.frontend import lower
+
+    ctx.state["network.original"] = lower(ctx.workload.ir)
+
+
+def _calibration(ctx: Context, network, samples: int) -> np.ndarray:
+    if ctx.workload.name == "digits_mlp":
+        from solvermap.ir.workloads.puma_digits import digits_split
+
+        return digits_split(int(ctx.workload.params.get("seed", 0)))[0][:max(samples, 64)].astype(np.float64)
+    rng = np.random.default_rng(ctx.seed)
+    return rng.random((samples,) + tuple(network.input_shape))
+
+
+def _optimize(ctx: Context) -> None:
+    from solvermap.mappers.puma import application_optimizer as ao
+
+    spec = _spec(ctx)
+    net = ao.fold_batchnorm(ctx.state["network.original"])
+    net = ao.set_unroll(net, ctx.option("optimize", "unroll", "per_position"))
+    net = ao.fold_bias(net, spec.crossbar.rows, ctx.option("optimize", "fold_bias", "auto"))
+    limit = 2.0 ** (spec.data.int_bits - 1)
+    samples = int(ctx.option("optimize", "calibration_samples", 8))
+    calibration = _calibration(ctx, net, samples) if net.has_weights else None
+    norm = ctx.option("optimize", "input_normalization", None)
+    net = ao.quantize(net, limit, calibration, tuple(norm) if norm else None)
+    ctx.state["network"] = net
+
+
+def replication_problem(network, spec, budget: int | None = None, spare: float = 0.25):
+    from solvermap.formulations.problems.replication import ReplicationProblem
+    from solvermap.hardware.puma.network import matrix_shapes
+
+    layers, work, crossbars = [], {}, {}
+    for layer in network.mvm_layers():
+        blocks = sum(math.ceil(o / spec.crossbar.cols) * math.ceil(i / spec.crossbar.rows) for o, i in matrix_shapes(layer))
+        layers.append(layer.name)
+        work[layer.name] = float(layer.steps())
+        crossbars[layer.name] = blocks
+    base = sum(crossbars.values())
+    chip = spec.compute_tiles * spec.mvmus_per_tile
+    if budget is None:
+        budget = int(math.floor(base * (1.0 + spare)))
+    return ReplicationProblem(tuple(layers), work, crossbars, min(int(budget), chip))
+
+
+def _replicate(ctx: Context):
+    from solvermap.formulations import replication
+    from solvermap.formulations.problems.replication import crossbars_used, objective
+    from solvermap.hardware.checks.puma_replication import check
+    from solvermap.mappers.puma.replication_baselines import BASELINES
+
+    net = ctx.state["network"]
+    problem = replication_problem(net, _spec(ctx), ctx.option("replicate", "budget", None), float(ctx.option("replicate", "spare", 0.25)))
+
+    def validate(p, decision):
+        return {"interval_mvm_steps": objective(p, decision), "mvmus_used": crossbars_used(p, decision), "budget_mvmus": p.budget,
+                "degrees": dict(decision.degrees)}
+
+    decision, record = run_decision(ctx, "replicate", problem, formulation=replication, checker=check, objective=objective,
+                                    baselines=BASELINES, validate=validate, serialize=lambda d: d.to_json())
+    for layer in net.mvm_layers():
+        layer.attrs["replicas"] = int(decision.degrees.get(layer.name, 1))
+    return record
+
+
+def _partition(ctx: Context) -> None:
+    from solvermap.mappers.puma.crossbar_partition import partition
+
+    spec = _spec(ctx)
+    ctx.state["partition"] = partition(ctx.state["network"], spec.crossbar.rows, spec.crossbar.cols, spec.data.bits / 8)
+
+
+def make_placement_problem(ctx: Context):
+    from solvermap.mappers.puma.placement_problem import make_problem
+
+    return make_problem(ctx.state["partition"], _spec(ctx), variant=ctx.option("place", "variant", "hierarchical"),
+                        extra_tiles=int(ctx.option("place", "extra_tiles", 0)),
+                        balance_weight=float(ctx.option("place", "balance_weight", 0.0)),
+                        link_weight=float(ctx.option("place", "link_weight", 0.0)),
+                        lns_share=float(ctx.option("place", "lns_share", 0.45)),
+                        bound_share=float(ctx.option("place", "bound_share", 0.3)))
+
+
+def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -> dict[str, Any]:
+    """Simulated performance and bytes of one placement (used by the pipeline and the study)."""
+    from solvermap.hardware.puma.performance_sim import simulate
+    from solvermap.mappers.puma.communication import insert, summary
+    from solvermap.mappers.puma.placement_problem import hop_weighted_bytes, level_bytes, link_loads
+
+    comm = insert(problem, decision)
+    perf = simulate(problem.partition, decision, comm, problem.spec, dict(problem.io_positions), inferences=inferences, chunks=chunks)
+    predicted = hop_weighted_bytes(problem, decision)
+    levels = level_bytes(problem, decision)
+    out: dict[str, Any] = {
+        "latency_s": perf.latency_s, "throughput": perf.throughput, "energy_j": perf.energy_j, "area_mm2": perf.area_mm2,
+        "tiles_used": perf.tiles_used, "power_w": perf.energy_j * perf.throughput, "mvmu_utilisation": perf.mvmu_utilisation,
+        "predicted_hop_weighted_bytes": predicted, "simulated_hop_weighted_bytes": perf.hop_weighted_bytes,
+        "hop_weighted_bytes_rel_diff": abs(perf.hop_weighted_bytes - predicted) / max(1.0, predicted),
+        "store_bytes": float(levels["store"]), "load_bytes": float(levels["load"]), "send_bytes": float(levels["send"]),
+        "max_link_load_bytes": max(link_loads(problem, decision).values(), default=0.0),
+        "sync_stall_s": perf.sync_stall_s, "energy_breakdown_j": {k: float(v) for k, v in perf.energy_breakdown_j.items()},
+    }
+    out.update({f"comm_{k}": v for k, v in summary(comm).items() if k.endswith("_count")})
+    return out
+
+
+def _place(ctx: Context):
+    from solvermap.hardware.checks.puma_placement import check
+    from solvermap.mappers.puma import hierarchical_placement
+    from solvermap.mappers.puma.baselines import BASELINES
+    from solvermap.mappers.puma.placement_problem import objective
+
+    problem = make_placement_problem(ctx)
+    inferences = int(ctx.option("validate", "inferences", 4))
+    chunks = int(ctx.option("validate", "chunks", 8))
+    seed = ctx.seed
+    baselines = {name: (lambda p, fn=fn, name=name: fn(p, seed) if name in ("random", "min_cut") else fn(p)) for name, fn in BASELINES.items()}
+    decision, record = run_decision(ctx, "place", problem, formulation=hierarchical_placement, checker=check, objective=objective,
+                                    baselines=baselines, validate=lambda p, d: placement_metrics(p, d, inferences, chunks),
+                                    serialize=lambda d: d.to_json())
+    if record.baseline is not None and record.baseline.objective:
+        record.details["ratio_to_best_baseline"] = record.validation["predicted_hop_weighted_bytes"] / record.baseline.objective
+    return record
+
+
+def _communicate(ctx: Context) -> None:
+    from solvermap.hardware.checks.puma_communication import check
+    from solvermap.mappers.puma.communication import insert
+
+    problem = ctx.state["place.problem"]
+    comm = insert(problem, ctx.state["place"])
+    report = check(problem, ctx.state["place"], comm)
+    if not report.ok:
+        raise InfeasibleError(f"communicate: inserted communication fails its check: {report.violations[0].rule}: {report.violations[0].message}")
+    ctx.state["communication"] = comm
+
+
+def _validate(ctx: Context) -> dict[str, Any]:
+    from solvermap.hardware.puma.functional_sim import simulate
+
+    problem = ctx.state["place.problem"]
+    metrics = placement_metrics(problem, ctx.state["place"], int(ctx.option("validate", "inferences", 4)),
+                                int(ctx.option("validate", "chunks", 8)))
+    net = ctx.state["network"]
+    metrics["communication_check_ok"] = True
+    if net.has_weights:
+        samples = int(ctx.option("validate", "functional_samples", 4))
+        x = _calibration(ctx, net, samples)[:samples]
+        result = simulate(net, ctx.state["partition"], _spec(ctx), x)
+        metrics.update({"functional_max_error": result.max_error, "functional_bound_max": float(result.bound.max()),
+                        "functional_within_bound": result.within_bound, "functional_bound_applies": result.bound_applies,
+                        "functional_saturations": result.saturations})
+        if ctx.workload.name == "digits_mlp":
+            metrics.update(digits_accuracy(ctx, net))
+    return metrics
+
+
+def digits_accuracy(ctx: Context, net) -> dict[str, float]:
+    from solvermap.hardware.puma.functional_sim import simulate
+    from solvermap.hardware.puma.network import forward_float
+    from solvermap.ir.workloads.puma_digits import digits_split
+
+    _, x_test, _, y_test = digits_split(int(ctx.workload.params.get("seed", 0)))
+    float_pred = forward_float(ctx.state["network.original"], x_test.astype(np.float64)).argmax(axis=1)
+    result = simulate(net, ctx.state["partition"], _spec(ctx), x_test.astype(np.float64))
+    fixed_pred = result.output.argmax(axis=1)
+    acc_float = float((float_pred == y_test).mean())
+    acc_fixed = float((fixed_pred == y_test).mean())
+    return {"accuracy_float": acc_float, "accuracy_fixed": acc_fixed, "accuracy_loss": acc_float - acc_fixed}
+
+
+PIPELINE = Pipeline(
+    family="puma",
+    description="PUMA analog-digital accelerator: ONNX → optimiser → replication → crossbar partitioning → tile placement → communication",
+    steps=(
+        Step("convert", "ONNX converter: imported graph + weights → PUMA network", _convert, kind="transform"),
+        Step("optimize", "application optimiser: batch-norm and bias folding, quantisation (normalize/clip)", _optimize, kind="transform"),
+        Step("replicate", "per-layer replication degrees under an MVMU budget", _replicate,
+             formulation="solvermap.formulations.replication", model="milp", baselines=("none", "greedy_bottleneck")),
+        Step("partition", "crossbar partitioning into virtual crossbars (affinity for vector ops)", _partition, kind="transform"),
+        Step("place", "hierarchical tile placement: blocks → MVMUs → cores → tiles → node positions (hop-weighted bytes)", _place,
+             formulation="solvermap.mappers.puma.hierarchical_placement on solvermap.formulations.placement", model="milp",
+             baselines=("row_major", "col_major", "random", "min_cut")),
+        Step("communicate", "load/store/send/receive insertion with dedup, independently checked", _communicate, kind="transform"),
+    ),
+    validate=_validate,
+    default_workload="mlp_l4",
+)

@@ -1,0 +1,69 @@
+"""Certified lower bounds on hop-weighted bytes: the relaxations never exceed what they bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from solvermap.formulations import placement as shared
+from solvermap.formulations.problems.placement import Placement
+from solvermap.formulations.solver import SolverConfig, Status
+from solvermap.mappers.puma import hierarchical_placement, placement_bounds
+from solvermap.mappers.puma.baselines import BASELINES
+from solvermap.mappers.puma.placement_problem import level_bytes, make_problem, objective
+
+
+@pytest.fixture(scope="module")
+def small(small_models, puma_small, puma):
+    from .conftest import prepared
+
+    problems = {name: make_problem(small_models[name][2], puma_small) for name in ("mlp", "lstm_lm")}
+    problems["lenet"] = make_problem(prepared("lenet", puma, calibrate=False)[2], puma)
+    return problems
+
+
+@pytest.mark.parametrize("name", ["mlp", "lstm_lm", "lenet"])
+def test_relaxations_at_a_placement_never_exceed_its_messages_and_crossings(small, name):
+    problem = small[name]
+    st = placement_bounds.structure(problem)
+    k = problem.min_tiles()
+    decisions = [BASELINES[b](problem) for b in ("row_major", "col_major", "min_cut")]
+    decisions += [BASELINES["random"](problem, seed) for seed in range(4)]
+    assert all(d is not None for d in decisions)
+    for decision in decisions:
+        sends = level_bytes(problem, decision)["send"]
+        crossings = objective(problem, decision) - sends
+        messages, _ = placement_bounds.message_bound(problem, st, k, decision, 10, evaluate=True)
+        crossing, _ = placement_bounds.crossing_bound(problem, st, k, decision, 10, evaluate=True)
+        assert messages <= sends + 1e-6
+        assert crossing <= crossings + 1e-6
+
+
+def test_structure_reads_chains_columns_and_outputs_of_an_mlp(small):
+    st = placement_bounds.structure(small["mlp"])
+    assert [len(g.rows) for g in st.grids] == [3, 1]
+    assert {c.source for c in st.columns} == {"io", "grid"}
+    assert len(st.outputs) == 1 and st.ignored == 0
+
+
+def exact_optimum(problem) -> float:
+    joint = hierarchical_placement.joint_problem(problem, list(problem.compute_positions))
+    hint = hierarchical_placement._joint_assignment(problem, {n: s.tile for n, s in BASELINES["row_major"](problem).slots.items()})
+    solved = shared.solve(joint, SolverConfig(backend="cpsat", time_limit_s=20), hint)
+    assert solved.result.status == Status.OPTIMAL
+    return solved.result.objective
+
+
+def test_certified_bound_is_below_the_exact_optimum_and_not_trivial(small):
+    problem = small["mlp"]
+    optimum = exact_optimum(problem)
+    bound = placement_bounds.lower_bound(problem, 10, [BASELINES[b](problem) for b in ("row_major", "col_major")])
+    assert 0 < bound.value <= optimum + 1e-6
+    assert bound.messages > 0
+
+
+def test_solver_bound_never_exceeds_its_objective(small):
+    problem = small["lstm_lm"]
+    hint = BASELINES["row_major"](problem)
+    solved = hierarchical_placement.solve(problem, SolverConfig(backend="cpsat", time_limit_s=6), hint)
+    assert solved.result.bound <= solved.result.objective + 1e-9
+    assert objective(problem, solved.decision) <= objective(problem, hint)
