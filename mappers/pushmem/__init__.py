@@ -1,0 +1,219 @@
+"""Push-memory pipeline (seed 001): Halide-style affine programs → unified buffers → MEM tiles.
+
+    schedule         cycle-accurate affine schedule (stencil: rate matching + delay ILP; DNN: coarse
+                     pipeline, binary search on II)                 baseline: sequential (Table VI)
+    buffers          unified-buffer extraction (transform, D5)
+    shift_registers  min-cost arborescence of taps: wire / SR / memory delay line (D6)
+                                                                    baselines: all-memory, sr-chain
+    bank             bank functions under 4 accesses per tile per cycle (D7)
+                                                                    baselines: cyclic, embarrassing
+    storage          physical buffers, circular-buffer storage minimisation (transform, D9)
+    memtile          fragments (chaining, D10) packed on MEM tiles (shared bin-packing model)
+                                                                    baselines: one-per-tile, first-fit
+    wide_fetch       AGG → SRAM → TB shifts: one SRAM access per tile per cycle (D8)
+                                                                    baseline: no-shift
+    validate         cycle-level simulation, bit-exact against the NumPy golden model; Table II cost
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from solvermap.errors import InputError
+from solvermap.formulations import banking as banking_model
+from solvermap.formulations import partition as partition_model
+from solvermap.formulations import scheduling as scheduling_model
+from solvermap.formulations import shift_registers as sr_model
+from solvermap.formulations import wide_fetch as fetch_model
+from solvermap.formulations.problems import banking as banking_problems
+from solvermap.formulations.problems import partition as partition_problems
+from solvermap.formulations.problems import scheduling as schedule_problems
+from solvermap.formulations.problems import shift_registers as sr_problems
+from solvermap.formulations.problems import wide_fetch as fetch_problems
+from solvermap.hardware.checks import banking as banking_check
+from solvermap.hardware.checks import partition as partition_check
+from solvermap.hardware.checks import schedule as schedule_check
+from solvermap.hardware.checks import shift_registers as sr_check
+from solvermap.hardware.checks import storage as storage_check
+from solvermap.hardware.checks import wide_fetch as fetch_check
+from solvermap.hardware.pushmem.cost import cost, pe_tiles
+from solvermap.hardware.pushmem.simulator import Design, simulate
+from solvermap.ir.loopnest import Program, random_inputs
+from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.pushmem.banking_adapter import banking_problem, cyclic, embarrassing
+from solvermap.mappers.pushmem.baselines import all_memory, sequential_schedule, sr_chain
+from solvermap.mappers.pushmem.buffers import extract_buffers
+from solvermap.mappers.pushmem.dependences import schedule_problem
+from solvermap.mappers.pushmem.fetch_adapter import no_shift, wide_fetch_problem
+from solvermap.mappers.pushmem.physical import first_fit, memtile_problem, minimise_storage, one_per_tile, physical_buffers
+from solvermap.mappers.pushmem.ports import memories, shift_register_problem, tap_distances
+
+
+def _program(ctx: Context) -> Program:
+    ir = ctx.workload.ir
+    if not isinstance(ir, Program):
+        raise InputError(ctx.workload.name, "workload", "the pushmem pipeline needs an affine loop-nest program")
+    return ir
+
+
+def _schedule(ctx: Context):
+    spec, program = ctx.target, _program(ctx)
+    problem = schedule_problem(program, fetch_width=spec.fetch_width, sram_read_latency=spec.sram_read_latency,
+                               fetch_slack=spec.fetch_slack, op_latency=spec.pe_op_latency)
+    seq = sequential_schedule(problem)
+    ctx.state["sequential_schedule"] = seq
+
+    def validate(p, s):
+        return {"cycles": s.completion, "sequential_cycles": seq.completion, "pipeline": p.pipeline, "ii": s.ii,
+                "speedup": round(seq.completion / max(1, s.completion), 3)}
+
+    schedule, record = run_decision(ctx, "schedule", problem, formulation=scheduling_model, checker=schedule_check.check,
+                                    objective=schedule_problems.objective, baselines={"sequential": sequential_schedule},
+                                    validate=validate)
+    ctx.state["latency"] = dict(problem.latency)
+    ctx.state["mem_latency"] = dict(problem.notes["mem_latency"])
+    return record
+
+
+def _buffers(ctx: Context):
+    ctx.state["buffers"] = extract_buffers(_program(ctx), ctx.state["schedule"], ctx.state["latency"])
+    return None
+
+
+def _shift_registers(ctx: Context):
+    problem = shift_register_problem(ctx.state["buffers"], ctx.target, ctx.state["mem_latency"])
+
+    def validate(p, plan):
+        return sr_problems.counts(plan)
+
+    plan, record = run_decision(ctx, "shift_registers", problem, formulation=sr_model, checker=sr_check.check,
+                                objective=sr_problems.objective, baselines={"all-memory": all_memory, "sr-chain": sr_chain},
+                                validate=validate)
+    ctx.state["memories"] = memories(ctx.state["buffers"], problem, plan)
+    ctx.state["tap_distances"] = tap_distances(problem)
+    return record
+
+
+def _bank(ctx: Context):
+    problem = banking_problem(ctx.state["memories"], ctx.target, max_banks=int(ctx.option("bank", "max_banks", 16)))
+
+    def validate(p, b):
+        return {"memories": len(p.memories), "banks": int(banking_problems.objective(p, b)),
+                "peak_accesses": {m.name: banking_problems.peak_bank_load(m, b.functions[m.name]) for m in p.memories}}
+
+    banks, record = run_decision(ctx, "bank", problem, formulation=banking_model, checker=banking_check.check,
+                                 objective=banking_problems.objective,
+                                 baselines={"cyclic": cyclic, "embarrassing": embarrassing}, validate=validate)
+    physical = physical_buffers(ctx.state["memories"], banks, ctx.target.fetch_width)
+    ctx.state["moduli"] = minimise_storage(physical)
+    ctx.state["physical"] = physical
+    ctx.state["storage_check"] = storage_check.check(physical, ctx.state["moduli"])
+    return record
+
+
+def _memtile(ctx: Context):
+    problem = memtile_problem(ctx.state["physical"], ctx.target)
+
+    def validate(p, d):
+        return {"tiles": len(d.bins), "fragments": len(p.items),
+                "sram_words": int(sum(pb.words for pb in ctx.state["physical"]))}
+
+    decision, record = run_decision(ctx, "memtile", problem, formulation=partition_model, checker=partition_check.check,
+                                    objective=partition_problems.objective,
+                                    baselines={"one-per-tile": one_per_tile, "first-fit": first_fit}, validate=validate)
+    tile_of = dict(decision.assignment)
+    rows: dict[int, int] = {}
+    base = {}
+    for item in problem.items:
+        t = tile_of[item.name]
+        base[item.name] = rows.get(t, 0)
+        rows[t] = rows.get(t, 0) + int(item.demand["words"]) // ctx.target.fetch_width
+    ctx.state["tile_of_fragment"], ctx.state["row_base"] = tile_of, base
+    return record
+
+
+def _wide_fetch(ctx: Context):
+    problem = wide_fetch_problem(ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.target)
+
+    def validate(p, d):
+        return {"streams": len(p.streams), "agg_tb_words": fetch_problems.objective(p, d)}
+
+    decision, record = run_decision(ctx, "wide_fetch", problem, formulation=fetch_model, checker=fetch_check.check,
+                                    objective=fetch_problems.objective, baselines={"no-shift": no_shift}, validate=validate)
+    return record
+
+
+def design_of(ctx: Context) -> Design:
+    plan = ctx.state["shift_registers"]
+    return Design(_program(ctx), ctx.state["schedule"], ctx.state["latency"], ctx.state["buffers"], dict(plan.edges),
+                  ctx.state["tap_distances"], ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.state["row_base"],
+                  dict(ctx.state["wide_fetch"].shifts), ctx.target)
+
+
+def validate(ctx: Context) -> dict[str, Any]:
+    program, spec = _program(ctx), ctx.target
+    sim = simulate(design_of(ctx), random_inputs(program, ctx.seed))
+    schedule = ctx.state["schedule"]
+    physical = ctx.state["physical"]
+    plan = ctx.state["shift_registers"]
+    sr = sr_problems.counts(plan)
+    tiles = len(set(ctx.state["tile_of_fragment"].values()))
+    pes = pe_tiles(program)
+    metrics = cost(spec, word_accesses=sim.counts["word_accesses"], sr_shifts=sim.counts["sr_shifts"],
+                   pe_ops=sim.counts["pe_ops"], mem_tiles=tiles, pes=pes, sr_stages=sr["sr_stages"], cycles=sim.cycles)
+    by_variant = {v: round(cost(spec, word_accesses=sim.counts["word_accesses"], sr_shifts=sim.counts["sr_shifts"],
+                                pe_ops=sim.counts["pe_ops"], mem_tiles=tiles, pes=pes, sr_stages=sr["sr_stages"],
+                                cycles=sim.cycles, variant=v)["energy_j"], 15) for v in spec.designs}
+    sram_words = int(sum(pb.words for pb in physical))
+    storage = ctx.state["storage_check"]
+    return {
+        "cycles": sim.cycles,
+        "predicted_cycles": schedule.completion,
+        "simulated_cycles": sim.cycles,
+        "cycles_rel_diff": abs(sim.cycles - schedule.completion) / max(1, schedule.completion),
+        "sequential_cycles": ctx.state["sequential_schedule"].completion,
+        "sram_words": sram_words,
+        "simulated_peak_sram_words": sim.sram_words,
+        "bit_exact": sim.bit_exact,
+        "mismatches": sim.mismatches,
+        "port_conflicts": sim.port_conflicts,
+        "data_hazards": sim.data_hazards,
+        "capacity_violations": sim.capacity_violations,
+        "storage_check_ok": storage.ok,
+        "shift_registers": sr["sr_edges"],
+        "sr_stages": sr["sr_stages"],
+        "memories": len(ctx.state["memories"]),
+        "banks": len(physical),
+        "tiles_used": tiles,
+        "pes_used": pes,
+        "throughput": float(np.prod(program.outputs[0].shape)) / max(1, sim.cycles),
+        "agg_peak_words": sim.agg_peak,
+        "tb_peak_words": sim.tb_peak,
+        **{k: metrics[k] for k in ("energy_j", "memory_energy_j", "area_mm2", "latency_s", "power_w")},
+        "energy_j_by_memory_design": by_variant,
+    }
+
+
+PIPELINE = Pipeline(
+    family="pushmem",
+    description="Halide-style affine programs on push-memory CGRAs (seed 001): unified buffers, scheduling, "
+                "shift registers, banking, memory tiles, wide fetch",
+    steps=(
+        Step("schedule", "cycle-accurate affine schedule (rates + delay ILP; DNN: binary search on II)", _schedule,
+             formulation="solvermap.formulations.scheduling", model="milp", baselines=("sequential",)),
+        Step("buffers", "unified-buffer extraction", _buffers, kind="transform"),
+        Step("shift_registers", "taps as wires / shift registers / memory delay lines (arborescence ILP)",
+             _shift_registers, formulation="solvermap.formulations.shift_registers", model="milp",
+             baselines=("all-memory", "sr-chain")),
+        Step("bank", "bank functions: at most 4 accesses per bank per cycle (CP-SAT / MILP)", _bank,
+             formulation="solvermap.formulations.banking", model="cpsat", baselines=("cyclic", "embarrassing")),
+        Step("memtile", "buffer fragments packed onto MEM tiles (shared bin packing)", _memtile,
+             formulation="solvermap.formulations.partition", model="milp", baselines=("one-per-tile", "first-fit")),
+        Step("wide_fetch", "AGG/SRAM/TB shifts: single SRAM port per tile", _wide_fetch,
+             formulation="solvermap.formulations.wide_fetch", model="cpsat", baselines=("no-shift",)),
+    ),
+    validate=validate,
+    default_workload="harris",
+)

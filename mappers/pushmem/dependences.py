@@ -1,0 +1,348 @@
+"""Dependence analysis of an affine program for the push-memory scheduler (seed 001 D2-D4).
+
+* :func:`statement_latency` — PE pipeline depth of a statement (preset assumption A4).
+* :func:`pipeline_class` — the D2 rule (001:L222): every reduction loop fully unrolled → ``stencil``,
+  else ``dnn``.
+* :func:`rate_matching` — the SDF-style rate solve of the stencil scheduler (001:L232): loop levels linked
+  through access maps form classes with fixed rational rate ratios (an access ``in[y/2]`` halves, a
+  stride ``in[2*y]`` doubles); each class takes the smallest integer scale that keeps every statement
+  injective (one operation per cycle, II = 1 for the fastest statement), innermost classes first.
+* :func:`schedule_problem` — the :class:`ScheduleProblem` of a program: exact dependence offsets by
+  enumerating each consumer's domain (islpy-free: domains are boxes, maps affine with floor divisors),
+  extra SRAM-path latency for dependences whose distance is not constant (they cannot be shift
+  registers and must pass AGG → SRAM → TB), buffer terms, stage ends, and for DNN pipelines the coarse
+  tile loop with double-buffer slot constraints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from solvermap.errors import InfeasibleError, InputError
+from solvermap.formulations.problems.scheduling import BufferTerm, Precedence, ScheduleProblem, StageEnd
+from solvermap.ir.loopnest import Access, Call, Cast, Const, Load, Program, Statement
+
+ASSOCIATIVE = ("add", "mul", "max", "min", "and", "or")
+
+
+# ------------------------------------------------------------------ latency
+
+
+def _depth(expr, op_latency: int) -> int:
+    if isinstance(expr, (Load, Const)):
+        return 0
+    if isinstance(expr, Cast):
+        return _depth(expr.arg, op_latency)
+    if expr.op == "neg" and isinstance(expr.args[0], Const):
+        return 0  # a negative literal
+    if expr.op in ASSOCIATIVE:
+        leaves = _flatten(expr, expr.op)
+        inner = max(_depth(a, op_latency) for a in leaves)
+        return inner + op_latency * math.ceil(math.log2(len(leaves)))
+    return op_latency + max(_depth(a, op_latency) for a in expr.args)
+
+
+def _flatten(expr, op: str) -> list:
+    if isinstance(expr, Call) and expr.op == op:
+        return [leaf for a in expr.args for leaf in _flatten(a, op)]
+    return [expr]
+
+
+def statement_latency(stmt: Statement, op_latency: int = 1) -> int:
+    """Cycles from issue to the written result: balanced trees of 1-cycle PE ops; a copy takes 1 cycle."""
+    return max(1, _depth(stmt.expr, op_latency))
+
+
+def pipeline_class(program: Program) -> str:
+    return "dnn" if any(loop.kind == "reduction" for s in program.statements for loop in s.loops) else "stencil"
+
+
+# ------------------------------------------------------------------ grids and maps
+
+
+def grid(stmt: Statement) -> list[np.ndarray]:
+    axes = [np.arange(loop.lo, loop.hi, dtype=np.int64) for loop in stmt.loops]
+    return [g.ravel() for g in np.meshgrid(*axes, indexing="ij")] if axes else []
+
+
+def indices(access: Access, points: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    n = len(points[0]) if points else 1
+    out = []
+    for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
+        v = np.full(n, off, dtype=np.int64)
+        for c, g in zip(row, points):
+            if c:
+                v = v + c * g
+        out.append(np.floor_divide(v, div))
+    return tuple(out)
+
+
+def _single(row: tuple[int, ...]) -> tuple[int, int] | None:
+    nz = [(j, c) for j, c in enumerate(row) if c]
+    return nz[0] if len(nz) == 1 else None
+
+
+def temp_producers(program: Program) -> dict[str, Statement]:
+    """The single producer of every non-input, non-output tensor (a unified buffer, 001:L218)."""
+    out: dict[str, Statement] = {}
+    for s in program.statements:
+        t = program.tensor(s.write.tensor)
+        if t.role == "output":
+            continue
+        if t.role == "input":
+            raise InputError(program.source or program.name, f"statement '{s.name}'", f"writes input tensor '{t.name}'")
+        if t.name in out:
+            raise InputError(program.source or program.name, f"tensor '{t.name}'",
+                             f"written by '{out[t.name].name}' and '{s.name}'; a unified buffer has one producer")
+        out[t.name] = s
+    return out
+
+
+# ------------------------------------------------------------------ rate matching (stencil pipelines)
+
+
+@dataclass
+class _UnionFind:
+    parent: dict
+    ratio: dict  # q[node] = ratio[node] * q[root]
+
+    def find(self, x):
+        if self.parent[x] == x:
+            return x, Fraction(1)
+        root, r = self.find(self.parent[x])
+        self.parent[x] = root
+        self.ratio[x] = self.ratio[x] * r
+        return root, self.ratio[x]
+
+    def union(self, a, b, r_ab: Fraction) -> bool:
+        """Impose q[a] = r_ab * q[b]; False when it contradicts earlier relations."""
+        ra, fa = self.find(a)
+        rb, fb = self.find(b)
+        if ra == rb:
+            return fa == r_ab * fb
+        # q[a] = fa q[ra], q[b] = fb q[rb]; q[ra] = r_ab fb / fa q[rb]
+        self.parent[ra] = rb
+        self.ratio[ra] = r_ab * fb / fa
+        return True
+
+
+def rate_matching(program: Program) -> dict[str, tuple[int, ...]]:
+    """Integer rates per statement and loop (see module docstring); raises when ratios conflict."""
+    producers = temp_producers(program)
+    nodes = [(s.name, j) for s in program.statements for j in range(len(s.loops))]
+    uf = _UnionFind({n: n for n in nodes}, {n: Fraction(1) for n in nodes})
+    for c in program.statements:
+        for acc in c.reads:
+            p = producers.get(acc.tensor)
+            if p is None:
+                continue
+            for row_r, row_w, div in zip(acc.coeffs, p.write.coeffs, acc.divisors):
+                r, w = _single(row_r), _single(row_w)
+                if r is None or w is None:
+                    continue
+                (jc, a_r), (jp, a_w) = r, w
+                # one step of consumer loop jc moves the element by a_r/div = a_r/(div*a_w) producer steps
+                if not uf.union((c.name, jc), (p.name, jp), Fraction(a_r, div * a_w)):
+                    raise InfeasibleError(f"schedule: rate matching: loop '{c.loops[jc].var}' of '{c.name}' needs "
+                                          f"conflicting rates relative to '{p.name}'")
+    classes: dict = {}
+    for n in nodes:
+        root, r = uf.find(n)
+        classes.setdefault(root, []).append((n, r))
+    stmt = {s.name: s for s in program.statements}
+    q: dict[tuple[str, int], int] = {}
+    pending = dict(classes)
+    while pending:
+        progressed = False
+        for root, members in list(pending.items()):
+            inner = [(s, jj) for (s, j), _ in members for jj in range(j + 1, len(stmt[s].loops))]
+            if any(node not in q for node in inner):
+                continue
+            den = math.lcm(*(r.denominator for _, r in members))
+            ints = [int(r * den) for _, r in members]
+            g = math.gcd(*ints)
+            base = [v // g for v in ints]
+            k = 1
+            for ((s, j), _), b in zip(members, base):
+                need = 1 + sum(q[(s, jj)] * (stmt[s].loops[jj].extent - 1) for jj in range(j + 1, len(stmt[s].loops)))
+                k = max(k, -(-need // b))
+            for ((s, j), _), b in zip(members, base):
+                q[(s, j)] = b * k
+            del pending[root]
+            progressed = True
+        if not progressed:
+            raise InfeasibleError("schedule: rate matching: loop levels are nested inconsistently across statements")
+    return {s.name: tuple(q[(s.name, j)] for j in range(len(s.loops))) for s in program.statements}
+
+
+def dense_rates(stmt: Statement, scale: int = 1) -> tuple[int, ...]:
+    """Row-major rates of a statement's own loops (II = ``scale``)."""
+    out, stride = [], scale
+    for loop in reversed(stmt.loops):
+        out.append(stride)
+        stride *= loop.extent
+    return tuple(reversed(out))
+
+
+# ------------------------------------------------------------------ the scheduling problem
+
+
+@dataclass
+class _Writes:
+    rest: np.ndarray  # per flat element: producer issue time without d and without the coarse term
+    coarse: np.ndarray  # per flat element: coarse (tile) index of its last write
+    written: np.ndarray  # bool per flat element
+    fill: int  # largest span of issue times within one wide word (fw lanes along the innermost dim)
+
+
+def _time_parts(stmt: Statement, rates: tuple[int | None, ...], points: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    n = len(points[0]) if points else 1
+    rest = np.zeros(n, dtype=np.int64)
+    coarse = np.zeros(n, dtype=np.int64)
+    for r, g in zip(rates, points):
+        if r is None:
+            coarse = coarse + g
+        else:
+            rest = rest + int(r) * g
+    return rest, coarse
+
+
+def wide_word(shape: tuple[int, ...], idx: tuple[np.ndarray, ...], fw: int) -> np.ndarray:
+    """Wide-word id of each element in the padded row-major layout (inner dim padded to ``fw``)."""
+    padded = list(shape)
+    padded[-1] = -(-shape[-1] // fw) * fw
+    lin = np.ravel_multi_index(idx, tuple(padded))
+    return lin // fw
+
+
+def _writes(program: Program, stmt: Statement, rates, fw: int) -> _Writes:
+    t = program.tensor(stmt.write.tensor)
+    pts = grid(stmt)
+    rest, coarse = _time_parts(stmt, rates, pts)
+    idx = indices(stmt.write, pts)
+    flat = np.ravel_multi_index(idx, t.shape)
+    last_rest = np.full(t.size, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last_rest, flat, rest)
+    last_coarse = np.zeros(t.size, dtype=np.int64)
+    last_coarse[flat] = coarse
+    written = np.zeros(t.size, dtype=bool)
+    written[flat] = True
+    # SRAM fill span: one value per element (the final write), grouped by wide word
+    el = np.nonzero(written)[0]
+    words = wide_word(t.shape, np.unravel_index(el, t.shape), fw)
+    times = last_rest[el]
+    order = np.lexsort((times, words))
+    w_sorted, t_sorted = words[order], times[order]
+    starts = np.r_[0, np.nonzero(np.diff(w_sorted))[0] + 1]
+    ends = np.r_[starts[1:], len(w_sorted)]
+    fill = int(np.max(t_sorted[ends - 1] - t_sorted[starts])) if len(starts) else 0
+    return _Writes(last_rest, last_coarse, written, fill)
+
+
+def coarse_loops(program: Program) -> int:
+    n = int(program.attrs.get("coarse_loops", 0))
+    if n > 1:
+        raise InputError(program.source or program.name, "attrs.coarse_loops", "at most one coarse (tile) loop is supported")
+    if n:
+        first = {(s.loops[0].var, s.loops[0].lo, s.loops[0].hi) for s in program.statements}
+        if len(first) != 1:
+            raise InputError(program.source or program.name, "attrs.coarse_loops",
+                             "every statement must start with the same tile loop")
+    return n
+
+
+def schedule_problem(program: Program, *, fetch_width: int = 4, sram_read_latency: int = 1, fetch_slack: int = 4,
+                     op_latency: int = 1, slots: int = 2) -> ScheduleProblem:
+    """The ScheduleProblem of ``program`` (stencil: matched rates; dnn: coarse tile loop + dense stages)."""
+    kind = pipeline_class(program)
+    producers = temp_producers(program)
+    ncoarse = coarse_loops(program)
+    if kind == "dnn" and not ncoarse:
+        raise InputError(program.source or program.name, "attrs.coarse_loops",
+                         "a DNN pipeline (a reduction loop that is not unrolled) needs one coarse tile loop")
+    for s in program.statements:
+        if s.accumulate and any(l.kind != "reduction" for l in s.loops[len(s.loops) - sum(l.kind == "reduction" for l in s.loops):]):
+            raise InputError(program.source or program.name, f"statement '{s.name}'",
+                             "reduction loops must be innermost (the PE accumulates in place)")
+    latency = {s.name: statement_latency(s, op_latency) for s in program.statements}
+    if kind == "stencil" and not ncoarse:
+        matched = rate_matching(program)
+        rates: dict[str, tuple[int | None, ...]] = {k: tuple(v) for k, v in matched.items()}
+    else:
+        rates = {s.name: (None,) * ncoarse + dense_rates(Statement(s.name, s.loops[ncoarse:], s.write, s.expr))
+                 for s in program.statements}
+    writes = {t: _writes(program, p, rates[p.name], fetch_width) for t, p in producers.items()}
+    precedences: list[Precedence] = []
+    buffers: list[BufferTerm] = []
+    ends: list[StageEnd] = []
+    spans: dict[str, int] = {}
+    tiles = program.statements[0].loops[0].extent if ncoarse else 1
+    mem_latency: dict[str, int] = {}
+    for c in program.statements:
+        pts = grid(c)
+        c_rest, c_coarse = _time_parts(c, rates[c.name], pts)
+        spans[c.name] = int(c_rest.max() - c_rest.min() + 1)
+        ends.append(StageEnd(c.name, int(c_rest.max()) + latency[c.name], int(c_coarse.max())))
+        for k, acc in enumerate(c.reads):
+            p = producers.get(acc.tensor)
+            if p is None:
+                continue
+            t = program.tensor(acc.tensor)
+            flat = np.ravel_multi_index(indices(acc, pts), t.shape)
+            w = writes[acc.tensor]
+            if not w.written[flat].all():
+                raise InputError(program.source or program.name, f"statement '{c.name}'",
+                                 f"reads elements of '{acc.tensor}' that '{p.name}' never writes")
+            p_rest, p_coarse = w.rest[flat], w.coarse[flat]
+            dk = p_coarse - c_coarse
+            wait = c_rest - p_rest  # consumer time − producer issue time, without delays and II
+            constant = bool(np.all(dk == dk[0]) and np.all(wait == wait[0]))
+            extra = 0 if constant else w.fill + 1 + sram_read_latency + 1 + fetch_slack
+            mem_latency[acc.tensor] = w.fill + 1 + sram_read_latency + 1 + fetch_slack
+            for delta in np.unique(dk):
+                sel = dk == delta
+                precedences.append(Precedence(p.name, c.name, int((-wait[sel]).max()) + latency[p.name] + extra, int(delta),
+                                              "dependence", f"{p.name}->{c.name}#{k}"))
+                buffers.append(BufferTerm(acc.tensor, p.name, c.name, int(wait[sel].max()) - latency[p.name], -int(delta)))
+    # buffer weights: values written per cycle by the producer
+    weights = {}
+    for tname, p in producers.items():
+        count = int(writes[tname].written.sum()) / tiles
+        weights[tname] = count / max(1, spans[p.name])
+    buffers = [BufferTerm(b.tensor, b.producer, b.consumer, b.const, b.ii_coef, round(weights[b.tensor], 6)) for b in buffers]
+    ii_bounds = None
+    if ncoarse:
+        # double buffering: element e of tile n+slots is written after the last read of e in tile n
+        for tname, p in producers.items():
+            last_read = np.full(program.tensor(tname).size, np.iinfo(np.int64).min, dtype=np.int64)
+            readers = []
+            for c in program.statements:
+                for acc in c.reads:
+                    if acc.tensor != tname:
+                        continue
+                    pts = grid(c)
+                    c_rest, _ = _time_parts(c, rates[c.name], pts)
+                    flat = np.ravel_multi_index(indices(acc, pts), program.tensor(tname).shape)
+                    per = np.full(program.tensor(tname).size, np.iinfo(np.int64).min, dtype=np.int64)
+                    np.maximum.at(per, flat, c_rest)
+                    readers.append((c.name, per))
+            w = writes[tname]
+            for cname, per in readers:
+                sel = per > np.iinfo(np.int64).min
+                const = int((per[sel] - w.rest[sel]).max()) - latency[p.name]
+                precedences.append(Precedence(cname, p.name, const, -slots, "buffer-slots", f"{tname}:{cname}->{p.name}"))
+        lower = max(spans.values())
+        upper = sum(spans[s] + latency[s] for s in spans) + sum(mem_latency.values()) + max(spans.values())
+        ii_bounds = (lower, max(lower, upper))
+    seq = sum(s.points * latency[s.name] for s in program.statements)
+    horizon = 4 * seq + 4 * sum(spans.values()) + 10_000
+    return ScheduleProblem(
+        stages=tuple(s.name for s in program.statements), rates=rates, latency=latency,
+        precedences=tuple(precedences), ends=tuple(ends), buffers=tuple(buffers), ii_bounds=ii_bounds,
+        horizon=horizon, pipeline=kind, slots=slots if ncoarse else 0, program=program, name=f"schedule:{program.name}",
+        notes={"tiles": tiles, "mem_latency": mem_latency, "spans": spans},
+    )
