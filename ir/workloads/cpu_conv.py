@@ -1,0 +1,146 @@
+"""Quantized 2-D convolutions for the ``cpu`` family (UNIT, seed 002): Table I and ResNet-18.
+
+Each workload is a one-statement loop-nest :class:`~solvermap.ir.loopnest.Program` (batch N = 1,
+002:L278)::
+
+    out[k, y, x] += int32(data[c, stride*y + r, stride*x + s]) * int32(weight[k, c, r, s])
+
+with loops k, y, x data-parallel and c, r, s reduction, ``data`` uint8 (activations after Relay
+quantization, 002:L276), ``weight`` int8 and ``out`` int32 — the operand types of VNNI
+(002:L131). ``IHW`` already includes the spatial padding, as in Table I, where
+``OHW = (IHW - R) // stride + 1`` holds for every column (digest 002 §2.4 [INFERENCE]).
+
+* ``conv_table1_1`` … ``conv_table1_16``: the 16 ablation layers of Table I (002:L326-L333).
+* ``resnet18_conv1`` … ``resnet18_conv11``: the distinct 2-D convolutions of ResNet-18 at 224×224
+  (the network of the conv3d study, 002:L341; shapes are the standard torchvision ResNet-18, not
+  printed in the seed).
+* ``conv2d``: any shape (parameters C, K, IHW, R, stride, dtypes).
+
+Every workload takes the parameters ``C, K, IHW, R, stride, data_dtype, weight_dtype`` so tests can
+build reduced sizes (``--set workload.C=16``). :func:`conv2d_reference` is the fast NumPy int8 → int32
+reference (im2col + exact float64 GEMM) used for full-size layers and as the NumPy timing baseline;
+tests check it against the golden executor :func:`~solvermap.ir.loopnest.evaluate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvermap.errors import InputError
+from solvermap.ir.loopnest import Program, Tensor, statement
+from solvermap.ir.workloads import register
+
+# Table I (002:L326-L333): C, IHW, K, R=S, stride (OHW follows).
+TABLE_I = (
+    (288, 35, 384, 3, 2), (160, 9, 224, 3, 1), (1056, 7, 192, 1, 1), (80, 73, 192, 3, 1),
+    (128, 16, 128, 3, 1), (192, 16, 192, 3, 1), (256, 16, 256, 3, 1), (1024, 14, 512, 1, 1),
+    (128, 16, 160, 3, 1), (576, 14, 192, 1, 1), (96, 16, 128, 3, 1), (1024, 14, 256, 1, 1),
+    (576, 14, 128, 1, 1), (64, 29, 96, 3, 1), (64, 56, 128, 1, 2), (608, 14, 192, 1, 1),
+)
+TABLE_I_OHW = (17, 7, 7, 71, 14, 14, 14, 14, 14, 14, 14, 14, 14, 27, 28, 14)
+
+# ResNet-18 at 224x224, distinct convolutions: C, IHW (padded), K, R, stride.
+RESNET18 = (
+    (3, 230, 64, 7, 2),     # conv1 -> 112
+    (64, 58, 64, 3, 1),     # layer1 3x3 -> 56
+    (64, 58, 128, 3, 2),    # layer2.0.conv1 -> 28
+    (64, 56, 128, 1, 2),    # layer2.0.downsample -> 28
+    (128, 30, 128, 3, 1),   # layer2 3x3 -> 28
+    (128, 30, 256, 3, 2),   # layer3.0.conv1 -> 14
+    (128, 28, 256, 1, 2),   # layer3.0.downsample -> 14
+    (256, 16, 256, 3, 1),   # layer3 3x3 -> 14
+    (256, 16, 512, 3, 2),   # layer4.0.conv1 -> 7
+    (256, 14, 512, 1, 2),   # layer4.0.downsample -> 7
+    (512, 9, 512, 3, 1),    # layer4 3x3 -> 7
+)
+
+
+def output_size(ihw: int, r: int, stride: int) -> int:
+    return (ihw - r) // stride + 1
+
+
+def conv2d_program(name: str, C: int, K: int, IHW: int, R: int, stride: int,
+                   data_dtype: str = "uint8", weight_dtype: str = "int8") -> Program:
+    for field, value in (("C", C), ("K", K), ("IHW", IHW), ("R", R), ("stride", stride)):
+        if int(value) <= 0:
+            raise InputError(name, f"workload.{field}", f"must be a positive integer, got {value}")
+    if IHW < R:
+        raise InputError(name, "workload.IHW", f"input size {IHW} is smaller than the kernel size {R}")
+    ohw = output_size(IHW, R, stride)
+    stmt = statement(
+        "conv",
+        [("k", 0, K, "data_parallel"), ("y", 0, ohw, "data_parallel"), ("x", 0, ohw, "data_parallel"),
+         ("c", 0, C, "reduction"), ("r", 0, R, "reduction"), ("s", 0, R, "reduction")],
+        "out[k, y, x]",
+        f"int32(data[c, {stride}*y + r, {stride}*x + s]) * int32(weight[k, c, r, s])",
+        dtype="int32", accumulate=True,
+    )
+    tensors = {
+        "data": Tensor("data", (C, IHW, IHW), data_dtype, "input"),
+        "weight": Tensor("weight", (K, C, R, R), weight_dtype, "input"),
+        "out": Tensor("out", (K, ohw, ohw), "int32", "output"),
+    }
+    attrs = {"conv2d": {"C": C, "K": K, "IHW": IHW, "R": R, "stride": stride, "OHW": ohw}}
+    return Program(name, tensors, [stmt], attrs, source=f"workload {name}").validate()
+
+
+def conv2d_reference(data: np.ndarray, weight: np.ndarray, stride: int) -> np.ndarray:
+    """Exact int32 convolution with NumPy: im2col + float64 GEMM (|sums| < 2^53, so exact), wrapped to int32."""
+    C, ihw, _ = data.shape
+    K, _, R, _ = weight.shape
+    ohw = output_size(ihw, R, stride)
+    cols = np.empty((C, R, R, ohw, ohw), dtype=np.float64)
+    for r in range(R):
+        for s in range(R):
+            cols[:, r, s] = data[:, r: r + stride * (ohw - 1) + 1: stride, s: s + stride * (ohw - 1) + 1: stride]
+    gemm = weight.reshape(K, C * R * R).astype(np.float64) @ cols.reshape(C * R * R, ohw * ohw)
+    return gemm.astype(np.int64).astype(np.int32).reshape(K, ohw, ohw)
+
+
+def conv2d_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic full-range inputs: data over its dtype range, weights over int8 (or int16 clipped)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for tensor in program.inputs:
+        info = np.iinfo(np.dtype(tensor.dtype))
+        lo, hi = max(info.min, -128), min(info.max, 255)
+        out[tensor.name] = rng.integers(lo, hi + 1, size=tensor.shape).astype(tensor.dtype)
+    return out
+
+
+def _conv_params(C, IHW, K, R, stride) -> dict:
+    return {"C": C, "K": K, "IHW": IHW, "R": R, "stride": stride, "data_dtype": "uint8", "weight_dtype": "int8"}
+
+
+def _register_table_layer(index: int, row: tuple) -> None:
+    C, IHW, K, R, stride = row
+    name = f"conv_table1_{index}"
+
+    def build(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str) -> Program:
+        return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
+
+    register(name, "cpu", f"UNIT Table I layer #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride} "
+             f"(002:L326-L333)", params=_conv_params(C, IHW, K, R, stride))(build)
+
+
+def _register_resnet_layer(index: int, row: tuple) -> None:
+    C, IHW, K, R, stride = row
+    name = f"resnet18_conv{index}"
+
+    def build(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str) -> Program:
+        return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
+
+    register(name, "cpu", f"ResNet-18 conv #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride}",
+             params=_conv_params(C, IHW, K, R, stride))(build)
+
+
+for _i, _row in enumerate(TABLE_I, start=1):
+    _register_table_layer(_i, _row)
+for _i, _row in enumerate(RESNET18, start=1):
+    _register_resnet_layer(_i, _row)
+
+
+@register("conv2d", "cpu", "quantized 2-D convolution of any shape (uint8 data, int8 weights, int32 out)",
+          params=_conv_params(64, 16, 64, 3, 1))
+def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str) -> Program:
+    return conv2d_program("conv2d", C, K, IHW, R, stride, data_dtype, weight_dtype)
