@@ -1,0 +1,462 @@
+"""ApproxHPVM pipeline for the promise-soc target (seed 000 Ch. 3–5).
+
+    fuse    node fusion + device per layer (MILP; baselines: seed PROMISE patterns, unfused GPU)
+    budget  per-op L1/L2 error budgets from the loss limit (convex cvxpy + MILP over E levels, Monte Carlo
+            verification with no-good cuts; baselines: uniform level, Optuna)
+    knobs   FP32 / FP16 / P1..P7 per op under the budgets, fusion groups and conversion costs (MILP;
+            baseline: the seed's least-accurate-setting rule); validated by Monte Carlo on the PROMISE functional
+            simulator plus the SoC time/energy model
+    swing   PROMISE swing per task under p_m (MILP multiple-choice knapsack; baselines: seed uniform bits,
+            brute-force sweep)
+
+Workloads: ``lenet``, ``dnn1``, ``dnn2``, ``dnn3``, ``promise_mlp`` (trained networks; every step) and the PROMISE
+kernels ``matched_filter``, ``template_l1/l2``, ``svm``, ``knn_l1/l2``, ``linreg`` (``swing`` only).
+
+Options (``--set decisions.<step>.<key>=v``): fuse.objective (time|energy); budget.loss_limit (default the
+target's, 0.01), budget.cost_function (C1|C2|C3), budget.top, budget.mc_runs, budget.method (milp|convex),
+budget.repeats, budget.optuna_trials; knobs.objective (energy|time), knobs.allowed (list of knobs),
+knobs.mc_runs; swing.p_m, swing.bound (measured|sakr), swing.runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solvermap.errors import InfeasibleError, InputError
+from solvermap.formulations import accuracy_budget, fusion, knob_mapping, swing
+from solvermap.formulations.problems import accuracy_budget as budget_types
+from solvermap.formulations.problems import fusion as fusion_types
+from solvermap.formulations.problems import knob_mapping as knob_types
+from solvermap.formulations.problems import swing as swing_types
+from solvermap.hardware.approxhpvm import KNOBS, PROMISE_KNOBS, check_supported, parse_knobs, validate_loss_limit
+from solvermap.hardware.approxhpvm.soc_sim import all_fp32, monte_carlo, op_errors, schedule_cost, schedule_units, Schedule
+from solvermap.hardware.checks import accuracy_budget as budget_check
+from solvermap.hardware.checks import fusion as fusion_check
+from solvermap.hardware.checks import knob_mapping as knob_check
+from solvermap.hardware.checks import swing as swing_check
+from solvermap.ir.graph import DataflowGraph
+from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
+from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, single_threaded_blas
+from solvermap.mappers.approxhpvm import baselines
+from solvermap.mappers.approxhpvm.optuna_search import optuna_baseline
+from solvermap.mappers.approxhpvm.problems import (
+    budget_problem,
+    fusion_problem,
+    gpu_groups_for,
+    knob_problem,
+    max_swing_energy,
+    swing_problem_kernel,
+    swing_problem_network,
+)
+from solvermap.mappers.approxhpvm.profiling import injection_monte_carlo, profile_sensitivity
+from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+
+
+# ---------------------------------------------------------------------- workload access
+
+
+def _workload(ctx: Context):
+    ir = ctx.workload.ir
+    if isinstance(ir, (TensorNetwork, PromiseKernel)):
+        if isinstance(ir, TensorNetwork):
+            check_supported(ir.graph, ctx.workload.name)
+        return ir
+    if isinstance(ir, DataflowGraph):
+        check_supported(ir, ctx.workload.name)
+        raise InputError(ctx.workload.name, "workload", "a graph file carries no trained weights; the approxhpvm "
+                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp) and PROMISE kernels")
+    raise InputError(ctx.workload.name, "workload", f"unsupported workload type {type(ir).__name__}")
+
+
+def _network(ctx: Context, step: str) -> TensorNetwork | None:
+    ir = _workload(ctx)
+    if isinstance(ir, PromiseKernel):
+        if ctx.focus == step:
+            raise InputError(ctx.workload.name, "decision", f"{ctx.workload.name} is a PROMISE kernel, not a network; "
+                             "only the swing decision applies to it")
+        return None
+    return ir
+
+
+def _choice(ctx: Context, step: str, key: str, default, choices):
+    value = ctx.option(step, key, default)
+    if value not in choices:
+        raise InputError(f"decisions.{step}", key, f"unknown value {value!r}; choose one of {', '.join(map(str, choices))}")
+    return value
+
+
+def _int(ctx: Context, step: str, key: str, default: int, low: int = 0) -> int:
+    value = ctx.option(step, key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise InputError(f"decisions.{step}", key, f"must be an integer ≥ {low}, got {value!r}")
+    return value
+
+
+def _loss_limit(ctx: Context) -> float:
+    return validate_loss_limit(ctx.option("budget", "loss_limit", ctx.target.loss_limit), "decisions.budget")
+
+
+# ---------------------------------------------------------------------- fuse
+
+
+def _fusion_schedule(decision: fusion_types.FusionDecision, problem: fusion_types.FusionProblem) -> Schedule:
+    knobs = {op.name: "P7" if decision.device.get(op.parent) == fusion_types.PROMISE else "FP32" for op in problem.ops}
+    return Schedule(knobs, tuple(decision.groups))
+
+
+def _validate_options(ctx: Context) -> None:
+    """Malformed options fail before any expensive step (one line each)."""
+    _loss_limit(ctx)
+    parse_knobs(ctx.option("knobs", "allowed", list(KNOBS)))
+    validate_loss_limit(ctx.option("swing", "p_m", ctx.target.mismatch_probability), "decisions.swing", "p_m")
+
+
+def step_fuse(ctx: Context):
+    _validate_options(ctx)
+    net = _network(ctx, "fuse")
+    if net is None:
+        return None
+    objective = _choice(ctx, "fuse", "objective", "time", ("time", "energy"))
+    problem = fusion_problem(net, ctx.target, objective)
+
+    def validate(problem, decision):
+        report = schedule_cost(net, ctx.target, _fusion_schedule(decision, problem))
+        predicted = fusion_types.objective(problem, decision)
+        simulated = report.total.time_s if objective == "time" else report.total.energy_j
+        internal = sum(1 for e in problem.edges if decision.group_of()[e.src] == decision.group_of()[e.dst])
+        return {"objective": objective, "predicted": predicted, "simulated": simulated,
+                "relative_difference": abs(predicted - simulated) / max(abs(simulated), 1e-30),
+                "gpu_kernels": report.launches, "promise_tasks": sum(1 for d in decision.device.values() if d == "promise"),
+                "edges_internalized": internal, "edges": len(problem.edges), "latency_s": report.total.time_s,
+                "energy_j": report.total.energy_j}
+
+    decision, record = run_decision(
+        ctx, "fuse", problem, formulation=fusion, checker=fusion_check.check, objective=fusion_types.objective,
+        baselines={"seed-promise-patterns": baselines.seed_promise_patterns, "gpu-unfused": baselines.gpu_unfused},
+        validate=validate)
+    ctx.state["network"] = net
+    return record
+
+
+# ---------------------------------------------------------------------- budget
+
+
+def _profile(ctx: Context, net: TensorNetwork):
+    if "profile" not in ctx.state:
+        repeats = _int(ctx, "budget", "repeats", 3, 1)
+        ctx.say(f"budget: profiling {len(net.ops)} ops × {ctx.target.noise.levels} levels × {repeats} injections")
+        ctx.state["profile"] = profile_sensitivity(net, ctx.target, repeats=repeats, seed=ctx.seed)
+    return ctx.state["profile"]
+
+
+def new_ledger() -> dict:
+    """What a search over the levels spent: the distinct configurations it measured and its injected runs."""
+    return {"configurations": set(), "runs": 0}
+
+
+def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = None):
+    """The budget problem with its Monte Carlo oracle (cached per configuration and seed). Every measurement is
+    recorded in ``ledger`` (default: the context's ``budget.ledger``), so the budget record can report the
+    evaluations the solver path made and a competing search can be given the same number."""
+    limit = _loss_limit(ctx)
+    profile = _profile(ctx, net)
+    runs = _int(ctx, "budget", "mc_runs", ctx.target.mc_runs, 1)
+    ledger = ledger if ledger is not None else ctx.state.setdefault("budget.ledger", new_ledger())
+    cache: dict = {}
+
+    def verify(levels, seed):
+        config = tuple(sorted(levels.items()))
+        key = (config, seed)
+        if key not in cache:
+            cache[key] = injection_monte_carlo(net, ctx.target, levels, runs=runs, loss_limit=limit, seed=seed,
+                                               pass_rate=ctx.target.pass_rate)
+            ledger["configurations"].add(config)
+            ledger["runs"] += cache[key]["runs"]
+        return cache[key]
+
+    return budget_problem(
+        net, ctx.target, profile, loss_limit=limit,
+        cost_function=_choice(ctx, "budget", "cost_function", "C2", budget_types.COST_FUNCTIONS),
+        top=_int(ctx, "budget", "top", 2, 1), mc_runs=runs,
+        method=_choice(ctx, "budget", "method", "milp", ("milp", "convex")), seed=ctx.seed, verify=verify)
+
+
+def step_budget(ctx: Context):
+    net = _network(ctx, "budget")
+    if net is None:
+        return None
+    problem = make_budget_problem(ctx, net)
+    ledger = ctx.state["budget.ledger"]
+    profile = ctx.state["profile"]
+    trials = _int(ctx, "budget", "optuna_trials", 20, 0)
+
+    def screen(levels):  # one injection run, as the seed's tuner evaluates a configuration (L1078)
+        ledger["configurations"].add(tuple(sorted(levels.items())))
+        ledger["runs"] += 1
+        return injection_monte_carlo(net, ctx.target, levels, runs=1, loss_limit=problem.loss_limit,
+                                     seed=ctx.seed + 1)["loss_mean"]
+
+    candidates = {"uniform-level": baselines.uniform_level}
+    if trials:  # budget.optuna_trials = distinct configurations Optuna may evaluate
+        candidates["optuna"] = lambda p: optuna_baseline(p, trials, screen)
+
+    def validate(problem, decision):
+        mc = problem.verify(dict(decision.levels), problem.seed)
+        return {"loss_limit": problem.loss_limit, "pass_rate": mc["pass_rate"], "mc_runs": mc["runs"],
+                "accuracy_mean": mc["accuracy_mean"], "accuracy_std": mc["accuracy_std"],
+                "golden_accuracy": mc["golden_accuracy"], "meets_loss_limit": mc["pass_rate"] >= problem.pass_rate,
+                "configurations_shipped": len(decision.configurations), "candidates_rejected": len(decision.rejected),
+                "monte_carlo_evaluations": decision.evaluations, "profiling_runs": profile.evaluations,
+                "profiling_configurations": profile.configurations, "profiling_seconds": profile.seconds,
+                # everything the step measured (profiling, baselines, candidates), in distinct configurations
+                # and in injected runs
+                "configurations_measured": profile.configurations + len(ledger["configurations"]),
+                "injection_runs": profile.evaluations + ledger["runs"], "levels": dict(decision.levels)}
+
+    decision, record = run_decision(ctx, "budget", problem, formulation=accuracy_budget, checker=budget_check.check,
+                                    objective=budget_types.objective, baselines=candidates, validate=validate)
+    return record
+
+
+# ---------------------------------------------------------------------- knobs
+
+
+def _budget_configurations(ctx: Context, net: TensorNetwork):
+    if "budget" not in ctx.state:
+        raise InputError(ctx.workload.name, "decision", "knobs needs the budget step")
+    decision = ctx.state["budget"]
+    problem = ctx.state["budget.problem"]
+    configs = list(decision.configurations) or [None]
+    out = []
+    for c in configs:
+        levels = dict(c.levels) if c is not None else dict(decision.levels)
+        out.append(({op: problem.l1[levels[op] - 1] for op in problem.ops},
+                    {op: problem.sigma[levels[op] - 1] for op in problem.ops}, levels))
+    seen, unique = set(), []
+    for item in out:
+        key = tuple(sorted(item[2].items()))
+        if key not in seen:
+            seen.add(key)
+            unique.append(item)
+    return unique
+
+
+def knob_validation(ctx: Context, net: TensorNetwork, decision, problem, runs: int, limit: float) -> dict:
+    spec = ctx.target
+    fusion_decision = ctx.state.get("fuse")
+    groups = problem.gpu_groups
+    schedule = schedule_units(net, decision.knobs, groups)
+    report = schedule_cost(net, spec, schedule)
+    base = schedule_cost(net, spec, schedule_units(net, all_fp32(net), ()))
+    mc = monte_carlo(net, spec, decision.knobs, runs=runs, loss_limit=limit, seed=ctx.seed)
+    predicted = knob_types.objective(problem, decision)
+    simulated = report.total.energy_j if problem.objective_name == "energy" else report.total.time_s
+    summary = mc.summary()
+    return {
+        "pass_rate": summary["pass_rate"], "accuracy_mean": summary["accuracy_mean"],
+        "accuracy_std": summary["accuracy_std"], "golden_accuracy": summary["golden_accuracy"],
+        "loss_limit": limit, "mc_runs": runs, "meets_loss_limit": summary["pass_rate"] >= spec.pass_rate,
+        "speedup": base.total.time_s / report.total.time_s,
+        "energy_reduction": base.total.energy_j / report.total.energy_j,
+        "latency_s": report.total.time_s, "energy_j": report.total.energy_j,
+        "baseline_fp32_latency_s": base.total.time_s, "baseline_fp32_energy_j": base.total.energy_j,
+        "accuracy_loss": summary["loss_mean"], f"predicted_{problem.objective_name}": predicted,
+        f"simulated_{problem.objective_name}": simulated,
+        "relative_difference": abs(predicted - simulated) / max(abs(simulated), 1e-30),
+        "layer_settings": knob_types.KnobDecision(decision.knobs).layer_settings(problem),
+        "fused_with": "fuse" if fusion_decision is not None else "none",
+    }
+
+
+def step_knobs(ctx: Context):
+    net = _network(ctx, "knobs")
+    if net is None:
+        return None
+    spec = ctx.target
+    objective = _choice(ctx, "knobs", "objective", "energy", ("energy", "time"))
+    allowed = parse_knobs(ctx.option("knobs", "allowed", list(KNOBS)))
+    runs = _int(ctx, "knobs", "mc_runs", spec.mc_runs, 1)
+    limit = _loss_limit(ctx)
+    if "op_errors" not in ctx.state:
+        ctx.state["op_errors"] = op_errors(net, spec, seed=ctx.seed)
+    fuse = ctx.state.get("fuse")
+    groups = gpu_groups_for(net, spec, fuse.groups, fuse.device) if fuse is not None else ()
+    max_validations = _int(ctx, "knobs", "max_validations", 6, 1)
+
+    def solve_one(index, l1, l2, levels, failed):
+        problem = knob_problem(net, spec, errors=ctx.state["op_errors"], l1_budget=l1, l2_budget=l2,
+                               gpu_groups=groups, allowed=allowed, objective=objective, failed=failed)
+        if knob_mapping.diagnose(problem):
+            return None
+        try:
+            decision, record = run_decision(
+                ctx, "knobs", problem, formulation=knob_mapping, checker=knob_check.check,
+                objective=knob_types.objective, baselines={"seed-least-accurate": baselines.seed_least_accurate},
+                serialize=lambda d, p=problem: {"knobs": dict(d.knobs), "layer_settings": d.layer_settings(p)})
+        except InfeasibleError:
+            if failed:  # the failure cuts removed every mapping these budgets allow
+                return None
+            raise
+        return MappingCandidate(knob_types.objective(problem, decision), index, decision, problem, (l1, l2, levels),
+                                record)
+
+    candidates = [c for index, (l1, l2, levels) in enumerate(_budget_configurations(ctx, net))
+                  if (c := solve_one(index, l1, l2, levels, ())) is not None]
+    if not candidates:
+        raise InfeasibleError("knobs: no budget configuration can be met by the allowed knobs "
+                              f"({', '.join(allowed)})")
+    selection = select_mapping(candidates, resolve=lambda c, failed: solve_one(c.index, *c.budgets, failed),
+                               validate=lambda c: knob_validation(ctx, net, c.decision, c.problem, runs, limit),
+                               max_validations=max_validations)
+    chosen, record = selection.chosen, selection.chosen.extra
+    record.validation = dict(selection.validation)
+    record.validation["budget_configuration"] = chosen.index
+    record.validation["budget_levels"] = chosen.budgets[2]
+    record.validation["knob_validations"] = selection.validations  # mappings simulated until one met the limit
+    record.validation["failed_mappings"] = [dict(f) for f in selection.failed]
+    record.details["configurations_mapped"] = len(candidates)
+    decision, problem = chosen.decision, chosen.problem
+    ctx.state["knobs"], ctx.state["knobs.problem"], ctx.state["knobs.validation"] = decision, problem, record.validation
+    return record
+
+
+@dataclass
+class MappingCandidate:
+    """One knob mapping of one budget configuration: its objective value, the budget configuration's index,
+    the decision and problem, the budgets ``(l1, l2, levels)`` and whatever the caller attaches (a record)."""
+
+    value: float
+    index: int
+    decision: knob_types.KnobDecision
+    problem: knob_types.KnobProblem
+    budgets: tuple
+    extra: object = None
+
+
+@dataclass
+class MappingSelection:
+    chosen: MappingCandidate
+    validation: dict
+    validations: int
+    failed: list
+
+
+def _dominated(knobs, failed) -> bool:
+    return any(all(knob_types.at_most_as_accurate(knobs[o], f[o]) for o in knobs) for f in failed)
+
+
+def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max_validations: int) -> MappingSelection:
+    """Validate the cheapest mapping on the functional simulator; on failure, cut it (and every mapping at least as
+    inaccurate on every op) from every candidate it dominates, re-solve those, and validate the new cheapest.
+
+    A mapping meets per-op budgets, but the budgets come from the injection model, not from PROMISE's own
+    noise; when the two disagree the end-to-end test is the arbiter (seed L1163). ``resolve(candidate, failed)``
+    re-solves a candidate's budgets with the failure cuts (None when nothing is left); ``validate(candidate)``
+    returns a validation dict with ``meets_loss_limit``. Identical mappings are simulated once. Stops at the
+    first mapping that meets the limit or after ``max_validations`` simulations (then the last one validated is
+    returned with its failing validation: never reported as meeting the limit).
+    """
+    pool = list(candidates)
+    failed: list[dict] = []
+    seen: dict[tuple, dict] = {}
+    chosen, validation, validations = None, None, 0
+    while pool:
+        pool.sort(key=lambda c: (c.value, c.index))
+        best = pool[0]
+        key = tuple(sorted(best.decision.knobs.items()))
+        if key not in seen:
+            if validations >= max_validations:
+                break
+            seen[key] = validate(best)
+            validations += 1
+        chosen, validation = best, seen[key]
+        if validation["meets_loss_limit"]:
+            break
+        failed.append(dict(best.decision.knobs))
+        pool = [resolve(c, tuple(failed)) if _dominated(c.decision.knobs, failed) else c for c in pool]
+        pool = [c for c in pool if c is not None]
+    return MappingSelection(chosen, validation, validations, failed)
+
+
+# ---------------------------------------------------------------------- swing
+
+
+def step_swing(ctx: Context):
+    _validate_options(ctx)
+    ir = _workload(ctx)
+    spec = ctx.target
+    p_m = validate_loss_limit(ctx.option("swing", "p_m", spec.mismatch_probability), "decisions.swing", "p_m")
+    runs = _int(ctx, "swing", "runs", 5, 1)
+    if isinstance(ir, PromiseKernel):
+        problem = swing_problem_kernel(ir, spec, p_m=p_m, runs=runs, seed=ctx.seed)
+    else:
+        source = _choice(ctx, "swing", "bound", "measured", ("measured", "sakr"))
+        problem = swing_problem_network(ir, spec, p_m=p_m, source=source, runs=runs, seed=ctx.seed)
+
+    def validate(problem, decision):
+        energy = swing_types.objective(problem, decision)
+        top = max_swing_energy(problem)
+        measured = decision.measured_mismatch
+        if measured is None and problem.verify is not None:
+            measured = problem.verify(dict(decision.levels))
+        return {"p_m": problem.p_m, "bound": problem.source, "levels": dict(decision.levels),
+                "energy_per_decision_j": energy, "max_swing_energy_j": top,
+                "energy_saving": 1.0 - energy / top, "accuracy_loss": measured,
+                "meets_p_m": measured is None or measured <= problem.p_m + 1e-12,
+                "mismatch_bound": swing_types.bound(problem, decision.levels)}
+
+    decision, record = run_decision(ctx, "swing", problem, formulation=swing, checker=swing_check.check,
+                                    objective=swing_types.objective,
+                                    baselines={"seed-uniform-bits": baselines.seed_uniform_bits,
+                                               "brute-force": baselines.brute_force},
+                                    validate=validate)
+    ctx.state["swing.validation"] = record.validation
+    return record
+
+
+def validate_end_to_end(ctx: Context) -> dict:
+    if "knobs.validation" in ctx.state:
+        v = ctx.state["knobs.validation"]
+        keys = ("latency_s", "energy_j", "accuracy_loss", "pass_rate", "accuracy_mean", "accuracy_std", "speedup",
+                "energy_reduction", "relative_difference", "meets_loss_limit")
+        out = {k: v[k] for k in keys if k in v}
+        for k, value in v.items():
+            if k.startswith(("predicted_", "simulated_")):
+                out[k] = value
+        return out
+    if "swing.validation" in ctx.state:
+        v = ctx.state["swing.validation"]
+        return {"energy_j": v["energy_per_decision_j"], "accuracy_loss": v["accuracy_loss"],
+                "energy_saving": v["energy_saving"]}
+    return {}
+
+
+def _blas1(step):
+    def run(ctx: Context):
+        with single_threaded_blas():
+            return step(ctx)
+
+    run.__name__ = step.__name__
+    return run
+
+
+PIPELINE = Pipeline(
+    family="approxhpvm",
+    description="ApproxHPVM on a GPU + PROMISE SoC: fusion, accuracy budgets, knob mapping, swing selection",
+    steps=(
+        Step("fuse", "node fusion and device per layer (HPVM legality, PROMISE layer patterns)", _blas1(step_fuse),
+             formulation="solvermap.formulations.fusion", model="milp",
+             baselines=("seed-promise-patterns", "gpu-unfused")),
+        Step("budget", "per-op L1/L2 error budgets from the end-to-end loss limit (Monte Carlo verified)", _blas1(step_budget),
+             formulation="solvermap.formulations.accuracy_budget", model="convex",
+             baselines=("uniform-level", "optuna")),
+        Step("knobs", "FP32 / FP16 / PROMISE P1..P7 per op under the budgets", _blas1(step_knobs),
+             formulation="solvermap.formulations.knob_mapping", model="milp", baselines=("seed-least-accurate",)),
+        Step("swing", "PROMISE swing per task under the mismatch budget p_m", _blas1(step_swing),
+             formulation="solvermap.formulations.swing", model="milp", baselines=("seed-uniform-bits", "brute-force")),
+    ),
+    validate=validate_end_to_end,
+    default_workload="dnn3",
+)
+
+__all__ = ["PIPELINE", "PROMISE_KNOBS"]

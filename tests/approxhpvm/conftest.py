@@ -1,0 +1,52 @@
+"""Session fixtures: the promise-soc target, trained networks and their profiles (trained once per session)."""
+
+from __future__ import annotations
+
+import pytest
+
+from solvermap.formulations.solver import SolverConfig
+from solvermap.hardware.targets import load_target
+from solvermap.ir.workloads.approxhpvm_networks import trained_network
+from solvermap.ir.workloads.approxhpvm_tensor_ops import single_threaded_blas
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_blas_thread():
+    with single_threaded_blas():
+        yield
+
+
+@pytest.fixture(scope="session")
+def spec():
+    return load_target("promise-soc")
+
+
+@pytest.fixture(scope="session")
+def dnn1():
+    return trained_network("dnn1")
+
+
+@pytest.fixture(scope="session")
+def lenet():
+    return trained_network("lenet")
+
+
+@pytest.fixture(scope="session")
+def dnn1_profile(dnn1, spec):
+    from solvermap.mappers.approxhpvm.profiling import profile_sensitivity
+
+    return profile_sensitivity(dnn1, spec, repeats=2, seed=0)
+
+
+@pytest.fixture(scope="session")
+def dnn1_errors(dnn1, spec):
+    from solvermap.hardware.approxhpvm.soc_sim import op_errors
+
+    return op_errors(dnn1, spec, seed=0)
+
+
+def config(backend: str = "cpsat", **kw) -> SolverConfig:
+    return SolverConfig(backend=backend, time_limit_s=20, **kw)
+
+
+MILP_BACKENDS = ("cpsat", "highs", "scip")
