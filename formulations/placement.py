@@ -68,6 +68,7 @@ from solvermap.formulations.solver import (
     ModelBuilder,
     SolveResult,
     SolverConfig,
+    WALL_BACKSTOP,
     Status,
     explain_infeasible,
     linear_sum,
@@ -537,7 +538,8 @@ def solve(problem: PlacementProblem, config: SolverConfig, hint: Placement | Non
         reason = diagnose(problem)
         explanation = [reason] if reason else ["assignment", "capacity"]
     comb = combinatorial_bound(problem)
-    details: dict[str, Any] = {"combinatorial_bound": comb, "build_seconds": time.perf_counter() - start - result.solve_seconds}
+    details: dict[str, Any] = {"combinatorial_bound": comb, "build_seconds": time.perf_counter() - start - result.solve_seconds,
+                               "work": work_spent(built, solution, result, config)}
     if isinstance(built, MilpPlacementModel):
         details["model_size"] = built.builder.size()
     if decision is not None:
@@ -552,6 +554,52 @@ def solve(problem: PlacementProblem, config: SolverConfig, hint: Placement | Non
         result = SolveResult(status, value, bound, relative_gap(value, bound), result.build_seconds, result.solve_seconds,
                              result.backend, result.solver_version, result.limit_reached, result.message)
     return Solved(result, decision, explanation, details)
+
+
+def work_spent(built: Any, solution: Any, result: SolveResult, config: SolverConfig) -> float:
+    """Budget one solve used, in the units of ``config.time_limit_s``: CP-SAT's deterministic time
+    (native build), the whole work budget on other backends (deterministic, conservative), and wall
+    seconds when ``config.deterministic`` is off. Summed by callers that split one budget over many
+    solves (:func:`improve`, the PUMA stages), so that same config means same answer."""
+    if not config.deterministic:
+        return result.solve_seconds
+    if isinstance(built, CpSatModel) and hasattr(solution, "DeterministicTime"):
+        return float(solution.DeterministicTime())
+    budget = config.work_budget()
+    return float(budget) if budget is not None else result.solve_seconds
+
+
+class WorkClock:
+    """One budget (``config.time_limit_s``; None = unlimited) split over many solves. Deterministic
+    configs count only the work the solves report (:func:`work_spent`, charged with :meth:`charge`), so
+    the split — and the answer — does not depend on machine load; the wall clock only backs it up at
+    ``WALL_BACKSTOP`` × the budget (as the facade does for one solve). Non-deterministic configs count
+    wall seconds."""
+
+    def __init__(self, config: SolverConfig) -> None:
+        self.total = config.time_limit_s
+        self.deterministic = config.deterministic
+        self.start = time.perf_counter()
+        self.spent = 0.0
+
+    def charge(self, work: float) -> None:
+        self.spent += max(0.0, float(work))
+
+    def elapsed(self) -> float:
+        return self.spent if self.deterministic else time.perf_counter() - self.start
+
+    def left(self) -> float | None:
+        if self.total is None:
+            return None
+        if self.deterministic and time.perf_counter() - self.start > WALL_BACKSTOP * self.total:
+            return 0.0
+        return self.total - self.elapsed()
+
+    def share(self, config: SolverConfig, fraction: float) -> SolverConfig:
+        """``config`` limited to ``fraction`` of the total, never more than is left (at least 0.2 s)."""
+        if self.total is None:
+            return config
+        return config.with_(time_limit_s=max(0.2, min(self.total * fraction, self.left())))
 
 
 # --------------------------------------------------------------------------- large-neighbourhood search
@@ -627,14 +675,17 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
     placement (``sub_time_limit_s`` each); a strictly better whole placement replaces the current one.
     ``neighbourhoods`` (an
     iterator of site-name lists) replaces the built-in choice. Empty sites join a neighbourhood only
-    while fewer than ``max_sites_used`` sites are in use (None: no limit). Stops at the time limit,
-    after ``rounds`` rounds, or when a full sweep of seed sites finds nothing. Deterministic for a
-    given ``config.seed`` up to the sub-solves' time limits. The result has no dual bound of its own
-    (``bound`` = the combinatorial bound); ``details`` has the trajectory."""
+    while fewer than ``max_sites_used`` sites are in use (None: no limit). Stops when
+    ``config.time_limit_s`` is spent (:class:`WorkClock`: with ``config.deterministic``, the sum of the
+    sub-solves' deterministic work, so the same config and seed give the same answer on any machine
+    load), after ``rounds`` rounds, or when a full sweep of seed sites finds nothing. The result has no
+    dual bound of its own (``bound`` = the combinatorial bound); ``details`` has the trajectory (budget
+    spent, objective) and ``work`` (budget spent)."""
     import random
 
     rng = random.Random(config.seed)
     t0 = time.perf_counter()
+    clock = WorkClock(config)
     limit = config.time_limit_s
     current = start
     value = objective(problem, current)
@@ -695,8 +746,8 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
     last_improvement_round = 0
     round_no = 0
     for free_sites in source:
-        elapsed = time.perf_counter() - t0
-        if (limit is not None and elapsed > limit - 0.2) or (rounds is not None and round_no >= rounds):
+        left = clock.left()
+        if (left is not None and left < 0.2) or (rounds is not None and round_no >= rounds):
             break
         round_no += 1
         growth = size[0] / max(1, sites_per_round)
@@ -707,8 +758,9 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
             continue
         sub, _ = neighbourhood_problem(problem, current, list(free_sites), free)
         remaining = sub_time_limit_s * growth
-        remaining = remaining if limit is None else max(0.2, min(limit - elapsed, remaining))
+        remaining = remaining if left is None else max(0.2, min(left, remaining))
         solved = solve(sub, config.with_(time_limit_s=remaining), current)
+        clock.charge(solved.details["work"])
         solves += 1
         records.append(solved.result)
         if solved.decision is None:
@@ -717,7 +769,7 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
         new_value = objective(problem, candidate)
         if new_value < value - 1e-9 * max(1.0, abs(value)):
             current, value = candidate, new_value
-            trajectory.append((time.perf_counter() - t0, value))
+            trajectory.append((clock.elapsed(), value))
             last_improvement_round = round_no
             stale = 0
             size[0] = sites_per_round
@@ -738,7 +790,7 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
                          solve_seconds, records[-1].backend if records else config.milp_backend(),
                          records[-1].solver_version if records else "", limit is not None, "lns")
     details = {"rounds": round_no, "solves": solves, "trajectory": trajectory, "last_improvement_round": last_improvement_round,
-               "combinatorial_bound": comb}
+               "combinatorial_bound": comb, "work": clock.spent if clock.deterministic else clock.elapsed()}
     return Solved(result, current, [], details)
 
 

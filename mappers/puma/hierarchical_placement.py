@@ -29,13 +29,16 @@ Bound  the larger of stage A's dual bound on bytes sent (every send crosses ≥ 
     every placement on ≤ K tiles) and, when that does not close the gap, the certified bound of
     :mod:`.placement_bounds` (message + router-crossing relaxations, ``bound_share`` of the time).
     The status is ``optimal`` only when the bound meets the objective. Stage records are combined
-    (times summed). A stage without an incumbent keeps its warm start (``kept_warm_start``).
+    (times summed).
+Budget  ``config.time_limit_s`` is split between the stages by one :class:`shared.WorkClock`: with
+    ``config.deterministic`` (the default) every stage is charged the deterministic work its solves
+    report, so the same config gives the same placement on any machine load (the certified bound's
+    column generation runs on the wall clock: its value may vary with load, it is valid regardless). A stage without an incumbent keeps its warm start (``kept_warm_start``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from solvermap.formulations import placement as shared
@@ -197,27 +200,10 @@ def _joint_assignment(problem: PumaPlacementProblem, tile_of: dict[str, int]) ->
     return Placement(assignment)
 
 
-class _Clock:
-    """Splits the time limit between stages: a stage gets its share of the total, never more than is left."""
-
-    def __init__(self, config: SolverConfig) -> None:
-        self.total = config.time_limit_s
-        self.start = time.perf_counter()
-
-    def share(self, config: SolverConfig, fraction: float) -> SolverConfig:
-        if self.total is None:
-            return config
-        left = self.total - (time.perf_counter() - self.start)
-        return config.with_(time_limit_s=max(0.2, min(self.total * fraction, left)))
-
-    def left(self) -> float | None:
-        return None if self.total is None else self.total - (time.perf_counter() - self.start)
-
-
 def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlacement | None = None) -> Solved[PumaPlacement]:
     records: list[SolveResult] = []
     details: dict[str, Any] = {"variant": problem.variant}
-    clock = _Clock(config)
+    clock = shared.WorkClock(config)
     k = min(problem.min_tiles() + problem.extra_tiles, len(problem.compute_positions))
     lns = problem.lns_share if (clock.total is None or clock.total >= 2.0) else 0.0
     portfolio = _layer_order_portfolio(problem, k) or []
@@ -247,7 +233,7 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
     proven = hop_weighted_bytes(problem, _as_placement(tile_of)) - bound <= 1e-6 * max(1.0, bound)
     if lns > 0 and not proven:
         fraction = 1.0 if clock.total is None else max(0.05, 0.9 - problem.bound_share
-                                                         - (time.perf_counter() - clock.start) / clock.total)
+                                                         - clock.elapsed() / clock.total)
         others = [{n: sl.tile for n, sl in p.slots.items()} for p in starts[1:]]
         tile_of = _lns(problem, config, tile_of, k, records, details, clock, fraction, others)
     details["stage_a_bound"] = bound
@@ -325,6 +311,7 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
         cfg = config if total is None else config.with_(time_limit_s=max(0.5, min(portion * total, clock.left() or 0.5)))
         improved = shared.improve(joint, cfg.with_(seed=config.seed + i), _joint_assignment(problem, start_tiles),
                                   sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0)
+        clock.charge(improved.details["work"])
         records.append(improved.result)
         runs.append(improved)
     best = min(runs, key=lambda r: r.result.objective)
@@ -333,6 +320,7 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
     if len(phase) > 1 and (total is None or (clock.left() or 0) > 1.0):
         cfg = config if total is None else config.with_(time_limit_s=max(0.5, (clock.left() or 0.5) - _reserve(problem, clock)))
         cont = shared.improve(joint, cfg, best.decision, sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0)
+        clock.charge(cont.details["work"])
         records.append(cont.result)
         rounds += cont.details["rounds"]
         improvements += len(cont.details["trajectory"]) - 1
@@ -349,6 +337,7 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
     here = Placement({**{vt: f"pos{vt[2:]}" for vt in virtual},
                       **{name: f"io@{p}:{name}" for name, p in problem.io_positions.items()}})
     solved = shared.solve(positions, clock.share(config, 0.05), here)
+    clock.charge(solved.details["work"])
     records.append(solved.result)
     if solved.decision is not None:
         moved = {name: int(solved.decision.assignment[groups[name]][3:]) for name in tile_of}
@@ -362,6 +351,7 @@ def _hierarchical(problem, config, hint, k, records, details, clock, share):
     grouping = tile_grouping_problem(problem, k)
     start_a = _tile_groups(problem, hint, k)
     solved_a = shared.solve(grouping, clock.share(config, 0.65 * share), start_a)
+    clock.charge(solved_a.details["work"])
     records.append(solved_a.result)
     details["stage_a"] = {"objective_send_bytes": solved_a.result.objective, "bound": solved_a.result.bound,
                           "status": str(solved_a.result.status), "seconds": solved_a.result.solve_seconds}
@@ -376,6 +366,7 @@ def _hierarchical(problem, config, hint, k, records, details, clock, share):
     positions = position_problem(problem, groups, virtual)
     start_b = _position_hint(problem, hint, groups, virtual)
     solved_b = shared.solve(positions, clock.share(config, 0.35 * share), start_b)
+    clock.charge(solved_b.details["work"])
     records.append(solved_b.result)
     details["stage_b"] = {"objective_hop_bytes": solved_b.result.objective, "bound": solved_b.result.bound,
                           "status": str(solved_b.result.status), "seconds": solved_b.result.solve_seconds}
@@ -403,6 +394,7 @@ def _joint(problem, config, hint, k, records, details, clock, share):
         assignment.update({name: f"io@{p}:{name}" for name, p in problem.io_positions.items()})
         start = Placement(assignment)
     solved = shared.solve(joint, clock.share(config, share), start)
+    clock.charge(solved.details["work"])
     records.append(solved.result)
     details["joint"] = {"candidates": len(candidates), "objective_hop_bytes": solved.result.objective,
                         "bound": solved.result.bound, "status": str(solved.result.status)}
@@ -453,6 +445,7 @@ def _cores(problem, config, tile_of, hint, records, details, clock) -> dict[str,
                 len({hint.slots[n].core for n in names}) <= problem.spec.tile.cores:
             start = Placement({**{n: f"core{hint.slots[n].core}" for n in names}, MEM: MEM})
         solved = shared.solve(sub, clock.share(config, share), start)
+        clock.charge(solved.details["work"])
         records.append(solved.result)
         decision = start
         cost = _tile_memory_bytes(problem, tile_of, {n: int(start.assignment[n][4:]) for n in names}, tile)
