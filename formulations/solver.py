@@ -37,7 +37,8 @@ CONVEX_BACKENDS = ("clarabel", "scs", "ecos", "highs", "scip")
 CPSAT_BACKENDS = ("cpsat",)
 
 _EXTRA_FOR = {"gurobi": "gurobi", "ecos": "ecos"}
-WALL_BACKSTOP = 4.0  # wall-clock backstop of a deterministic budget, as a multiple of time_limit_s
+WALL_BACKSTOP = 4.0  # wall-clock backstop of a deterministic budget, as a multiple of time_limit_s ...
+WALL_BACKSTOP_FLOOR_S = 2.0  # ... plus this, so that short budgets survive a loaded machine
 
 
 class Status(StrEnum):
@@ -64,7 +65,7 @@ class SolverConfig(BaseModel):
         30.0, gt=0,
         description="budget per solve in seconds; None = no limit. With deterministic=True (default) it is spent "
         "as deterministic work (see work_limit) and the wall clock only backs it up at "
-        f"{WALL_BACKSTOP:g} x time_limit_s; with deterministic=False it is a plain wall-clock limit")
+        f"{WALL_BACKSTOP:g} x time_limit_s + {WALL_BACKSTOP_FLOOR_S:g} s; with deterministic=False it is a plain wall-clock limit")
     work_limit: float | None = Field(
         None, gt=0,
         description="explicit deterministic work budget per solve, so that the answer does not depend on machine "
@@ -101,7 +102,7 @@ class SolverConfig(BaseModel):
         if self.time_limit_s is None:
             return None
         if self.deterministic and self.work_limit is None:
-            return self.time_limit_s * WALL_BACKSTOP
+            return self.time_limit_s * WALL_BACKSTOP + WALL_BACKSTOP_FLOOR_S
         return self.time_limit_s
 
     def milp_backend(self) -> str:
@@ -357,6 +358,13 @@ def _mathopt_params(backend: str, config: SolverConfig) -> Any:
     params = mathopt.SolveParameters(**kwargs)
     if work is not None and backend == "cpsat":
         params.cp_sat.max_deterministic_time = work
+    # Ctrl-C must reach Python (KeyboardInterrupt) rather than silently end only the current solve.
+    # (Known limit: a SIGINT that lands inside a HiGHS or SCIP solve can leave it waiting forever; stop such
+    # runs with SIGTERM/SIGKILL — studies resume from their storage.)
+    if backend == "cpsat":
+        params.cp_sat.catch_sigint_signal = False
+    elif backend == "scip":
+        params.gscip.bool_params["misc/catchctrlc"] = False
     return params
 
 
@@ -555,6 +563,7 @@ def solve_cpsat(model: Any, config: SolverConfig, *, build_seconds: float = 0.0)
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.rel_gap
     solver.parameters.log_search_progress = config.log
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C raises KeyboardInterrupt instead of ending one solve
     if config.work_budget() is not None:
         solver.parameters.max_deterministic_time = config.work_budget()
     start = time.perf_counter()

@@ -288,6 +288,7 @@ def enumerate_mappings(problem: TensorizeProblem, config: SolverConfig | None = 
 
     solver = cp_model.CpSolver()
     solver.parameters.enumerate_all_solutions = True
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach Python
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = config.seed
     if config.time_limit_s is not None:

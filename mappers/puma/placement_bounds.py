@@ -505,6 +505,7 @@ def _heuristic_columns(st: Structure, cap: int, max_tiles: int | None, f: dict[t
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, limit)
     solver.parameters.num_workers = 1
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach Python
     solver.Solve(model, Collector())
     return found
 

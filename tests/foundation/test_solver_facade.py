@@ -188,7 +188,7 @@ def test_a_work_limit_gives_the_same_answer_whatever_the_wall_clock(backend):
 
 def test_the_default_time_limit_is_spent_as_deterministic_work():
     config = SolverConfig(time_limit_s=10)
-    assert config.deterministic and config.work_budget() == 10 and config.wall_limit() == 40
+    assert config.deterministic and config.work_budget() == 10 and config.wall_limit() == 42
     plain = SolverConfig(time_limit_s=10, deterministic=False)
     assert plain.work_budget() is None and plain.wall_limit() == 10
     assert SolverConfig(time_limit_s=10, work_limit=2).wall_limit() == 10
@@ -200,3 +200,52 @@ def test_a_default_time_limit_gives_the_same_answer_twice(backend):
     first = solve_milp(hard_instance(), config).result
     second = solve_milp(hard_instance(), config).result
     assert first.limit_reached and (first.objective, first.bound) == (second.objective, second.bound)
+
+
+_SOLVE_FOREVER = """
+import sys
+from solvermap.formulations.solver import ModelBuilder, SolverConfig, solve_cpsat, solve_milp
+backend = sys.argv[1]
+print("ready", flush=True)
+try:
+    while True:
+        if backend == "native-cpsat":
+            from ortools.sat.python import cp_model
+            m = cp_model.CpModel()
+            x = [m.NewIntVar(0, 10, f"x{i}") for i in range(3)]
+            m.Add(2 * x[0] + 3 * x[1] + 4 * x[2] <= 17)
+            m.Maximize(3 * x[0] + 4 * x[1] + 6 * x[2])
+            solve_cpsat(m, SolverConfig(backend="cpsat", time_limit_s=1))
+        else:
+            m = ModelBuilder("k")
+            x = [m.integer(0, 10, f"x{i}") for i in range(3)]
+            m.add(2 * x[0] + 3 * x[1] + 4 * x[2] <= 17, "capacity")
+            m.maximize(3 * x[0] + 4 * x[1] + 6 * x[2])
+            solve_milp(m, SolverConfig(backend=backend, time_limit_s=1))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("backend", ["native-cpsat", "cpsat"])
+def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallowed(backend):
+    """CP-SAT and SCIP catch SIGINT by default and only end the current solve, so a Ctrl-C'd study would
+    run on; the facade turns that off so the interrupt reaches Python."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", _SOLVE_FOREVER, backend], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(1.5)  # many solves have run by now
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 3 and "interrupted" in out, err[-500:]
