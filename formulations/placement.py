@@ -556,15 +556,21 @@ def solve(problem: PlacementProblem, config: SolverConfig, hint: Placement | Non
     return Solved(result, decision, explanation, details)
 
 
+MIN_SOLVE_WORK = 0.05  # work charged for any solve at least: the order of building and loading a small model
+
+
 def work_spent(built: Any, solution: Any, result: SolveResult, config: SolverConfig) -> float:
     """Budget one solve used, in the units of ``config.time_limit_s``: CP-SAT's deterministic time
-    (native build), the whole work budget on other backends (deterministic, conservative), and wall
-    seconds when ``config.deterministic`` is off. Summed by callers that split one budget over many
+    (native build; at least ``MIN_SOLVE_WORK``, so that a run of many tiny solves still ends near its
+    budget), the whole work budget on other backends (deterministic, conservative), and wall seconds
+    when ``config.deterministic`` is off. Summed by callers that split one budget over many
     solves (:func:`improve`, the PUMA stages), so that same config means same answer."""
     if not config.deterministic:
         return result.solve_seconds
-    if isinstance(built, CpSatModel) and hasattr(solution, "DeterministicTime"):
-        return float(solution.DeterministicTime())
+    if isinstance(built, CpSatModel):
+        work = getattr(solution, "deterministic_time", None)  # a property of CpSolver (OR-Tools ≥ 9.10)
+        if work is not None:
+            return max(MIN_SOLVE_WORK, float(work() if callable(work) else work))
     budget = config.work_budget()
     return float(budget) if budget is not None else result.solve_seconds
 

@@ -199,3 +199,77 @@ def test_lns_reaches_the_optimum_of_a_small_grid_from_a_bad_start():
     improved = formulation.improve(problem, SolverConfig(backend="cpsat", time_limit_s=10, seed=0), bad, sites_per_round=4,
                                    rounds=12)
     assert objective(problem, improved.decision) == pytest.approx(enumerate_optimum(problem))
+
+
+def lns_problem() -> PlacementProblem:
+    """A 3×4 grid, 2 slots per site, 20 items on random nets (seeded): too big to enumerate, small enough
+    that every neighbourhood closes quickly."""
+    import random
+
+    rng = random.Random(7)
+    sites = tuple(Site(f"s{r}{c}", {"slot": 2}, (r, c)) for r in range(3) for c in range(4))
+    items = tuple(Item(f"i{k}", {"slot": 1}) for k in range(20))
+    nets = tuple(Net(f"i{k}", tuple(f"i{j}" for j in rng.sample([j for j in range(20) if j != k], rng.randint(1, 3))),
+                     float(rng.randint(1, 9))) for k in range(20))
+    return PlacementProblem(items, sites, nets, hop_offset=1.0)
+
+
+def spread_start(problem: PlacementProblem) -> Placement:
+    """Items dealt round-robin over the sites: valid, and far from optimal."""
+    return Placement({it.name: problem.sites[(7 * k) % len(problem.sites)].name for k, it in enumerate(problem.items)})
+
+
+def test_lns_spends_deterministic_work_so_a_slower_machine_gives_the_same_answer(monkeypatch):
+    problem = lns_problem()
+    config = SolverConfig(backend="cpsat", time_limit_s=1.5, seed=3)
+    start = spread_start(problem)
+    first = formulation.improve(problem, config, start, sites_per_round=2, sub_time_limit_s=0.05)
+    real = formulation.time.perf_counter
+    origin = real()
+    monkeypatch.setattr(formulation.time, "perf_counter", lambda: origin + 1.5 * (real() - origin))  # a 1.5× slower machine
+    second = formulation.improve(problem, config, start, sites_per_round=2, sub_time_limit_s=0.05)
+    assert second.decision == first.decision
+    assert [v for _, v in second.details["trajectory"]] == [v for _, v in first.details["trajectory"]]
+    assert second.details["rounds"] == first.details["rounds"]
+    assert first.details["work"] <= config.time_limit_s + formulation.MIN_SOLVE_WORK + 1e-9  # overshot by at most one sub-solve
+
+
+def test_lns_re_solves_only_the_neighbourhoods_it_is_given():
+    problem = lns_problem()
+    start = spread_start(problem)
+    free = ["s00", "s01"]
+    improved = formulation.improve(problem, SolverConfig(backend="cpsat", time_limit_s=5, seed=0), start,
+                                   neighbourhoods=[free, free], rounds=2)
+    moved = {n for n, site in improved.decision.assignment.items() if site != start.assignment[n]}
+    assert all(start.assignment[n] in free and improved.decision.assignment[n] in free for n in moved)
+    assert improved.details["solves"] == 2
+    assert objective(problem, improved.decision) <= objective(problem, start)
+
+
+def test_lns_improves_a_spread_start_on_an_instance_too_big_to_enumerate():
+    problem = lns_problem()
+    start = spread_start(problem)
+    improved = formulation.improve(problem, SolverConfig(backend="cpsat", time_limit_s=3, seed=0), start, sites_per_round=3)
+    assert check(problem, improved.decision).ok
+    assert objective(problem, improved.decision) < 0.8 * objective(problem, start)
+    assert improved.result.bound <= objective(problem, improved.decision) + 1e-9
+
+
+def test_work_clock_counts_only_charged_work_when_deterministic():
+    clock = formulation.WorkClock(SolverConfig(time_limit_s=10.0))
+    clock.charge(2.5)
+    clock.charge(-1.0)  # nothing is refunded
+    assert clock.left() == pytest.approx(7.5)
+    assert clock.share(SolverConfig(time_limit_s=10.0), 0.9).time_limit_s == pytest.approx(7.5)
+    assert clock.share(SolverConfig(time_limit_s=10.0), 0.1).time_limit_s == pytest.approx(1.0)
+    wall = formulation.WorkClock(SolverConfig(time_limit_s=10.0, deterministic=False))
+    wall.charge(5.0)  # a wall-clock budget ignores charges
+    assert wall.left() > 9.0
+
+
+def test_solve_reports_the_deterministic_work_it_spent():
+    problem = lns_problem()
+    solved = formulation.solve(problem, SolverConfig(backend="cpsat", time_limit_s=0.3))
+    assert 0 < solved.details["work"] <= 0.3 + 0.05
+    milp = formulation.solve(CASES["grid"], SolverConfig(backend="highs", time_limit_s=2))
+    assert milp.details["work"] == pytest.approx(2.0)  # backends without deterministic time are charged their budget
