@@ -731,14 +731,15 @@ class Column:
 
 
 def convex_bins(problem: PartitionProblem, *, max_columns: int = COLUMN_BUDGET,
-                max_nodes: int = COLUMN_NODES) -> list[Column] | None:
+                max_nodes: int = COLUMN_NODES, deadline: float | None = None) -> list[Column] | None:
     """Every convex item set that fits one bin of some type, or None when there are more than the budget.
 
     In an acyclic partition every bin is convex (a path that leaves a bin and re-enters it is a cycle of
     the quotient graph), so these sets are all the bins any acyclic solution can use. Items are added in
     topological order; a branch is cut when its sums exceed every type's capacity, when an input (output)
     that no later item can remove exceeds every type's arity, or when a skipped item lies on a path
-    between two members (the set can no longer be convex). Only for acyclic problems.
+    between two members (the set can no longer be convex). Only for acyclic problems. ``deadline`` (a
+    ``time.perf_counter()`` value) stops the enumeration (None, not cached) so a solve keeps its time limit.
     """
     if not problem.acyclic or not problem.items:
         return None
@@ -797,6 +798,7 @@ def convex_bins(problem: PartitionProblem, *, max_columns: int = COLUMN_BUDGET,
 
     out: list[Column] = []
     nodes = 0
+    timed_out: list[bool] = []
 
     def visit(members: list[int], mask: int, sums: tuple[float, ...], fit: frozenset[int], below: int,
               last: int, later: list[int], after: int) -> bool:
@@ -834,6 +836,9 @@ def convex_bins(problem: PartitionProblem, *, max_columns: int = COLUMN_BUDGET,
             nodes += 1
             if nodes > max_nodes:
                 return False
+            if deadline is not None and nodes % 2048 == 0 and time.perf_counter() > deadline:
+                timed_out.append(True)
+                return False
             if anc[u] & below & ~mask:  # a skipped item between a member and u: never convex
                 continue
             grown = tuple(a + b for a, b in zip(sums, demand[u]))
@@ -849,7 +854,8 @@ def convex_bins(problem: PartitionProblem, *, max_columns: int = COLUMN_BUDGET,
         for pos, u in enumerate(members):
             ok_types = frozenset(k for k in feas[u] if all(v <= c + 1e-9 for v, c in zip(demand[u], caps[k])))
             if ok_types and not visit([u], 1 << u, demand[u], ok_types, desc[u], u, members, pos + 1):
-                cache[key] = None
+                if not timed_out:
+                    cache[key] = None
                 return None
     cache[key] = out
     return out
@@ -1076,7 +1082,8 @@ def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
 
 def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
                explain: bool) -> Solved[PartitionDecision]:
-    columns = (lambda: convex_bins(problem)) if variant == "ours" and problem.acyclic else None
+    deadline = time.perf_counter() + config.time_limit_s if config.time_limit_s is not None else None
+    columns = (lambda: convex_bins(problem, deadline=deadline)) if variant == "ours" and problem.acyclic else None
     if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
         return _solve_two_phase(problem, config, hint, explain, columns)
     return _solve_model(problem, config, hint, variant, explain, columns=columns)

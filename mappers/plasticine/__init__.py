@@ -19,7 +19,10 @@ simulated cycles.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+from solvermap.errors import InfeasibleError
 
 from solvermap.formulations import partition as partition_model
 from solvermap.formulations.problems.partition import PartitionDecision, objective
@@ -84,12 +87,48 @@ def merge_step(ctx: Context) -> DecisionRecord:
         out.update(_usage(spec, decision))
         return out
 
-    decision, record = run_decision(ctx, "merge", problem, formulation=partition_model.Variant("ours"),
-                                    checker=check, objective=objective,
-                                    baselines=traversal.merge_baselines(problem), validate=validate,
-                                    serialize=_serialize)
+    try:
+        decision, record = run_decision(ctx, "merge", problem, formulation=partition_model.Variant("ours"),
+                                        checker=check, objective=objective,
+                                        baselines=traversal.merge_baselines(problem), validate=validate,
+                                        serialize=_serialize)
+    except InfeasibleError as exc:
+        if "no baseline" not in str(exc):
+            raise
+        raise InfeasibleError(f"merge: {_count_pressure(problem, ctx.solver_for('merge'))}") from None
     record.details["vbs"] = len(problem.items)
     return record
+
+
+def _count_pressure(problem, config) -> str:
+    """Why no packing was found (the model was neither solved nor proven infeasible in the time limit):
+    the PB counts against what the traversal mergers need without counts and the certified bounds."""
+    free = dataclasses.replace(problem, bin_types=tuple(dataclasses.replace(t, count=None)
+                                                        for t in problem.bin_types))
+    counts = {t.name: t.count for t in problem.bin_types if t.count is not None}
+    need: dict[str, int] = {}
+    merged = traversal.traversal_merge(free, "dfs")
+    if merged is not None:
+        for t in merged.bin_types.values():
+            need[t] = need.get(t, 0) + 1
+    over = [f"{need[t]} {t}" for t in counts if need.get(t, 0) > counts[t]]
+    only = {}
+    for item in problem.items:
+        types = problem.feasible_types(item.name)
+        if len(types) == 1:
+            only.setdefault(types[0].name, []).append(item.name)
+    scarce = max(counts, key=lambda t: (need.get(t, 0) / max(counts[t], 1), t)) if counts else None
+    parts = [f"no packing of the {len(problem.items)} VBs onto "
+             + " / ".join(f"{c} {t}" for t, c in counts.items())
+             + f" PBs found within {config.time_limit_s} s, and none proven impossible"]
+    if over:
+        parts.append(f"the traversal merger needs {', '.join(over)} (limit {scarce} count {counts[scarce]})")
+    if scarce in only:
+        parts.append(f"{len(only[scarce])} VBs fit only a {scarce} (e.g. node '{only[scarce][0]}')")
+    bound = partition_model.lower_bound(problem)
+    parts.append(f"at least {bound.bins} PBs in total ({bound.reason})")
+    parts.append(f"raise the {scarce} count or the time limit")
+    return "; ".join(parts)
 
 
 def _usage(spec, decision: PartitionDecision) -> dict[str, Any]:

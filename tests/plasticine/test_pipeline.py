@@ -14,7 +14,7 @@ from solvermap.hardware.checks.partition import check
 from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
 from solvermap.mappers.pipeline import Context
-from solvermap.mappers.plasticine import PIPELINE, decomposition, lowering, traversal
+from solvermap.mappers.plasticine import PIPELINE, decomposition, lowering, merge_step, traversal
 
 CLI = [sys.executable, "-m", "solvermap.cli"]
 
@@ -96,3 +96,16 @@ def test_traversal_merger_passes_the_checker_and_beats_no_merging():
 def test_rnn_target_variant_loads_with_two_pmus_per_pcu():
     spec = load_target("plasticine-rnn")
     assert spec.pmu.count == 2 * spec.pcu.count and spec.pcu.stages == 4
+
+
+def test_merge_without_a_packing_in_the_time_limit_names_the_scarce_pb_type():
+    # gemm par 16 on 32 PCUs: feasible (the solver finds 52 PBs in a minute), but the traversal mergers
+    # need 40 PCUs and a 1 s solve finds nothing: the error names the scarce type and a node, no traceback
+    spec = load_target("plasticine", {"grid.columns": 8, "pcu.count": 32, "pmu.count": 32})
+    graph, _ = decomposition.decompose(build("gemm", "plasticine", {"par": 16}).ir, spec)
+    problem = lowering.partition_problem(graph, spec)
+    ctx = Context(workload=build("gemm", "plasticine", {"par": 16}), target=spec,
+                  solver=SolverConfig(time_limit_s=1, threads=1))
+    ctx.state["vbgraph"] = lowering.vb_graph(graph, spec, traversal.traversal_partition(problem))
+    with pytest.raises(InfeasibleError, match=r"fit only a pcu \(e\.g\. node '.*'\).*raise the pcu count"):
+        merge_step(ctx)
