@@ -31,6 +31,16 @@ Hardware-aware MILP (cost function "energy", the pipeline's default; any method)
   eliminated exactly) and this module runs the loop below around it. The seed's proxies C1..C3 remain available
   as variants (``cost_function``/``cost_functions``).
 
+Loss-target search (cost function "energy"). The loss model (a sum of single-op losses) is only a proxy of the
+end-to-end loss: it may be pessimistic (then the first accepted configuration leaves energy on the table) or
+optimistic (then candidates fail). So the hardware loop keeps searching the target τ after a first acceptance:
+lo = largest modelled loss known to pass (or a target whose optimum could not beat the best accepted energy),
+hi = smallest modelled loss that failed. Next τ: 2·τ while nothing failed, (lo + hi)/2 once both exist,
+shrink·hi while nothing passed. A proposal whose energy is not below the best accepted one proves (it is the
+optimum under τ) that no configuration with modelled loss ≤ τ does better, so lo ← τ without a Monte Carlo run.
+Stop when hi − lo ≤ 5 % of hi, after ``explore`` candidates past the first acceptance, at ``max_candidates``, or
+when τ exceeds the largest modelled loss. The Monte Carlo test stays the only judge of acceptance.
+
 Loop (every method, for each cost function): start with τ = loss limit. Solve, then verify the candidate with
 ``mc_runs`` Monte Carlo runs. Accept it when pass rate ≥ 95 % (L1082) in two independent batches (seeds s and
 s+1) and the pooled rate of both reaches ``accept_rate`` (98 %): the margin keeps the search from shipping the
@@ -142,7 +152,64 @@ def _dominated(levels: dict[str, int], failed) -> bool:
 # ---------------------------------------------------------------------- the loop
 
 
+def _verify(problem: BudgetProblem, levels: dict[str, int], state: dict) -> dict:
+    key = tuple(sorted(levels.items()))
+    if key not in state["verified"]:
+        state["verified"][key] = accept_twice(problem, levels)
+        state["evaluations"] += 1
+    return state["verified"][key]
+
+
+def _hardware_candidates(problem: BudgetProblem, config: SolverConfig, state: dict) -> list[BudgetConfiguration]:
+    """The loss-target search of cost function "energy" (module docstring)."""
+    accepted: list[BudgetConfiguration] = []
+    target, lo, hi = problem.loss_limit, None, None
+    best = math.inf
+    cap = sum(max(row) for row in problem.loss.values()) + 1e-9
+    tried = explored = 0
+    while tried < problem.max_candidates and explored < problem.explore:
+        result, proposed = problem.hardware.propose(target, tuple(state["failed"]),
+                                                    tuple(c.levels for c in accepted), config)
+        state["results"].append(result)
+        state.setdefault("first_energy", result.objective)
+        energy = result.objective if proposed is not None and result.objective is not None else math.inf
+        if energy >= best * (1 - 1e-9):
+            lo = target if lo is None else max(lo, target)  # optimum under τ: nothing ≤ τ beats the best
+        else:
+            levels = dict(proposed)
+            tried += 1
+            explored += 1 if accepted else 0
+            mc = _verify(problem, levels, state)
+            modelled = modelled_loss(problem, levels)
+            if mc.get("accepted", mc["pass_rate"] >= problem.pass_rate):
+                accepted.append(BudgetConfiguration(levels, HARDWARE, float(problem.hardware.cost(levels)), modelled,
+                                                    mc["pass_rate"], mc.get("runs", 0),
+                                                    mc.get("accuracy_mean", float("nan")),
+                                                    mc.get("accuracy_std", float("nan"))))
+                best = min(best, accepted[-1].cost)
+                lo = modelled if lo is None else max(lo, modelled)
+            else:
+                if levels not in state["failed"]:
+                    state["failed"].append(levels)
+                hi = modelled if hi is None else min(hi, modelled)
+        if hi is not None and lo is not None:
+            if hi - lo <= 0.05 * hi:
+                break
+            target = (lo + hi) / 2
+        elif hi is not None:
+            if proposed is None:
+                break  # nothing left under the shrunken target
+            target = problem.shrink * hi
+        else:
+            if target >= cap:
+                break
+            target = min(2 * max(target, lo or 0.0), cap)
+    return accepted
+
+
 def _candidates(problem: BudgetProblem, config: SolverConfig, cost_function: str, state: dict) -> list[BudgetConfiguration]:
+    if cost_function == HARDWARE:
+        return _hardware_candidates(problem, config, state)
     target = problem.loss_limit
     accepted: list[BudgetConfiguration] = []
     tried = 0
@@ -226,13 +293,14 @@ def solve(problem: BudgetProblem, config: SolverConfig, hint=None) -> Solved:
         return Solved(combine(state["results"], final), None, ["loss-budget", "failed-monte-carlo"], details)
     best = min(own, key=lambda c: c.cost)
     if problem.cost_function == HARDWARE:
-        # the first proposal (target = the loss limit, no cuts) bounds every configuration the loss model allows
-        bound = state.get("first_energy")
-        details["energy_bound"] = bound
+        # the first proposal (target = the loss limit, no cuts) bounds every configuration whose modelled loss is
+        # within the limit; the target search may accept cheaper ones beyond it, so it is no bound of the decision
+        details["energy_at_loss_limit"] = state.get("first_energy")
+        bound, status = None, Status.FEASIBLE
     else:
         bound = bound_result.objective if bound_result.status.has_solution else None
-    final = SolveResult(Status.OPTIMAL if problem.method == "milp" or problem.cost_function == HARDWARE
-                        else Status.FEASIBLE, best.cost, bound,
+        status = Status.OPTIMAL if problem.method == "milp" else Status.FEASIBLE
+    final = SolveResult(status, best.cost, bound,
                         backend=state["results"][-1].backend, solver_version=state["results"][-1].solver_version)
     result = combine(state["results"], final)
     result.gap = None if result.bound is None else abs(best.cost - result.bound) / max(1.0, abs(best.cost))

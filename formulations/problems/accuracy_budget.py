@@ -79,6 +79,8 @@ class BudgetProblem:
     accept_rate: float = 0.98  # pooled over the two batches of a search's acceptance test (see accept_twice)
     shrink: float = 0.85  # modelled-loss target multiplier after a Monte Carlo failure
     max_candidates: int = 40
+    # cost function "energy": candidates the loop may still verify once one is accepted (its loss-target search)
+    explore: int = 6
     method: str = "milp"  # candidate generator: "milp" (discrete E levels) or "convex" (rounded cvxpy solution)
     verify: Callable[[Mapping[str, int], int], Mapping[str, Any]] | None = field(default=None, compare=False)
     seed: int = 0

@@ -8,11 +8,15 @@ tables; they never see the network or a simulator.
 from __future__ import annotations
 
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from solvermap.formulations.problems.accuracy_budget import BudgetProblem
+from solvermap.formulations import knob_mapping
+from solvermap.formulations.problems.accuracy_budget import BudgetProblem, HardwareCost
+from solvermap.formulations.solver import SolverConfig, SolveResult, Status
 from solvermap.formulations.problems.fusion import GPU, PROMISE, FusionEdge, FusionOp, FusionProblem
 from solvermap.formulations.problems.knob_mapping import INPUT, OUTPUT, KnobProblem
 from solvermap.formulations.problems.swing import LEVELS, SwingProblem, precision_bits, sakr_cost
@@ -87,12 +91,81 @@ def gpu_groups_for(net: TensorNetwork, spec, groups: Sequence[Sequence[str]], de
 
 
 def budget_problem(net: TensorNetwork, spec, profile, *, loss_limit: float, cost_function: str = "C2", top: int = 2,
-                   mc_runs: int | None = None, method: str = "milp", seed: int = 0, verify=None) -> BudgetProblem:
+                   mc_runs: int | None = None, method: str = "milp", seed: int = 0, verify=None,
+                   hardware: HardwareCost | None = None, explore: int = 6) -> BudgetProblem:
     return BudgetProblem(
         ops=profile.ops, n_c={op.name: max(op.n_c, 1.0) for op in net.ops}, loss=profile.loss,
         sensitivity=profile.sensitivity, sigma=profile.sigma, l1=profile.l1, loss_limit=loss_limit,
         cost_function=cost_function, top=top, mc_runs=mc_runs or spec.mc_runs, pass_rate=spec.pass_rate,
-        method=method, verify=verify, seed=seed)
+        method=method, verify=verify, seed=seed, hardware=hardware, explore=explore)
+
+
+def knob_levels(profile, errors) -> dict[str, dict[str, int]]:
+    """need(op, knob): the tightest error level whose L1/L2 budgets admit the knob's measured errors (knobs no
+    level admits are left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for op in profile.ops:
+        row = {}
+        for knob, (e1, e2) in errors[op].items():
+            k = next((k for k in range(1, len(profile.sigma) + 1)
+                      if e1 <= profile.l1[k - 1] + 1e-12 and e2 <= profile.sigma[k - 1] + 1e-12), None)
+            if k is not None:
+                row[knob] = k
+        out[op] = row
+    return out
+
+
+def joint_knob_problem(net: TensorNetwork, spec, profile, *, errors, gpu_groups, target: float, failed=(),
+                       shipped=(), allowed=KNOBS, objective: str = "energy", need=None) -> KnobProblem:
+    """The knob formulation's joint budget variant for the level search: per-op budgets at the loosest level,
+    loss[op][h] = profiled loss at need(op, h), Σ loss ≤ ``target``, and the level no-good cuts as knob sets
+    (failed F: the knobs with need ≥ F[op]; shipped S: the knobs with need = S[op])."""
+    need = need if need is not None else knob_levels(profile, errors)
+    top = len(profile.sigma)
+    base = knob_problem(net, spec, errors=errors, l1_budget={o: profile.l1[top - 1] for o in profile.ops},
+                        l2_budget={o: profile.sigma[top - 1] for o in profile.ops}, gpu_groups=gpu_groups,
+                        allowed=allowed, objective=objective)
+    excluded = tuple({o: frozenset(h for h, k in need[o].items() if k >= f[o]) for o in profile.ops} for f in failed)
+    excluded += tuple({o: frozenset(h for h, k in need[o].items() if k == s_[o]) for o in profile.ops}
+                      for s_ in shipped)
+    return replace(base, loss={o: {h: profile.loss[o][k - 1] for h, k in need[o].items()} for o in profile.ops},
+                   loss_budget=float(target), excluded=excluded)
+
+
+def hardware_cost(net: TensorNetwork, spec, profile, *, errors, gpu_groups, allowed=KNOBS, objective: str = "energy",
+                  config: SolverConfig | None = None) -> HardwareCost:
+    """The budget step's cost function "energy": the knob MILP (energy or time) inside the level search.
+
+    ``propose`` solves :func:`joint_knob_problem`; the proposed levels are need(op, h) of the chosen knobs.
+    ``cost(levels)`` is the knob MILP under the levels' budgets (cached; solved with ``config``)."""
+    need = knob_levels(profile, errors)
+    cache: dict = {}
+
+    def propose(target, failed, shipped, config):
+        problem = joint_knob_problem(net, spec, profile, errors=errors, gpu_groups=gpu_groups, target=target,
+                                     failed=failed, shipped=shipped, allowed=allowed, objective=objective, need=need)
+        if knob_mapping.diagnose(problem):
+            return SolveResult(Status.INFEASIBLE, backend=config.milp_backend(), message="no knob fits"), None
+        solved = knob_mapping.solve(problem, config)
+        if solved.decision is None:
+            return solved.result, None
+        return solved.result, {o: need[o][solved.decision.knobs[o]] for o in profile.ops}
+
+    def cost(levels) -> float:
+        key = tuple(sorted(levels.items()))
+        if key not in cache:
+            problem = knob_problem(net, spec, errors=errors,
+                                   l1_budget={o: profile.l1[levels[o] - 1] for o in profile.ops},
+                                   l2_budget={o: profile.sigma[levels[o] - 1] for o in profile.ops},
+                                   gpu_groups=gpu_groups, allowed=allowed, objective=objective)
+            if knob_mapping.diagnose(problem):
+                cache[key] = math.inf
+            else:
+                solved = knob_mapping.solve(problem, config or SolverConfig(time_limit_s=10.0))
+                cache[key] = solved.result.objective if solved.decision is not None else math.inf
+        return cache[key]
+
+    return HardwareCost(propose=propose, cost=cost, unit="J" if objective == "energy" else "s")
 
 
 # ---------------------------------------------------------------------- knobs

@@ -184,3 +184,87 @@ def test_mapping_selection_cuts_a_failed_mapping_and_validates_the_next_cheapest
     assert validated == [noisy, safe] and resolved == [(0, (noisy,))]  # only the dominated candidate is re-solved
     assert selection.chosen.decision.knobs == safe and selection.validation["meets_loss_limit"]
     assert selection.validations == 2 and selection.failed == [noisy]
+
+
+# ---------------------------------------------------------------------- joint budget variant (cost function "energy")
+
+
+@pytest.fixture(scope="module")
+def dnn1_joint(dnn1, spec, dnn1_errors, dnn1_profile):
+    """The joint level + knob problem of dnn1 at a 2 % modelled-loss target with one failed and one shipped level
+    configuration as cuts, and its exhaustive optimum."""
+    from solvermap.mappers.approxhpvm.problems import joint_knob_problem, knob_levels
+
+    groups = (("fc1/gemm", "fc1/add"), ("fc1/tanh",), ("fc2/gemm", "fc2/add"))
+    need = knob_levels(dnn1_profile, dnn1_errors)
+    free = joint_knob_problem(dnn1, spec, dnn1_profile, errors=dnn1_errors, gpu_groups=groups, target=0.02)
+    first = knob_mapping.solve(free, config()).decision
+    failed = {o: need[o][first.knobs[o]] for o in free.ops}  # the unconstrained optimum "failed" Monte Carlo
+    shipped = {o: 1 for o in free.ops}
+    cut = joint_knob_problem(dnn1, spec, dnn1_profile, errors=dnn1_errors, gpu_groups=groups, target=0.02,
+                             failed=(failed,), shipped=(shipped,))
+    return free, cut, exhaustive(free), exhaustive(cut), need, failed, shipped
+
+
+@pytest.mark.parametrize("backend", MILP_BACKENDS)
+def test_joint_knob_milp_reaches_the_exhaustive_optimum_under_loss_budget_and_cuts(dnn1_joint, backend):
+    free, cut, free_opt, cut_opt, need, failed, shipped = dnn1_joint
+    for problem, optimum in ((free, free_opt), (cut, cut_opt)):
+        solved = knob_mapping.solve(problem, config(backend))
+        assert knob_check(problem, solved.decision).ok
+        assert solved.result.objective == pytest.approx(optimum, rel=1e-7)
+    levels = {o: need[o][solved.decision.knobs[o]] for o in cut.ops}
+    assert not all(levels[o] >= failed[o] for o in cut.ops) and levels != shipped
+    assert cut.modelled_loss(solved.decision.knobs) <= 0.02 + 1e-12
+
+
+def test_knob_checker_flags_loss_budget_and_excluded(dnn1_joint):
+    free, cut, *_ = dnn1_joint
+    d = knob_mapping.solve(free, config()).decision
+    tight = replace(free, loss_budget=free.modelled_loss(d.knobs) / 2)
+    assert "loss-budget" in knob_check(tight, d).rules()
+    barred = replace(free, excluded=({o: frozenset([d.knobs[o]]) for o in free.ops},))
+    assert "excluded" in knob_check(barred, d).rules() and "excluded" not in knob_check(free, d).rules()
+
+
+# ---------------------------------------------------------------------- mapping selection: the rejection path
+
+
+def _selection_pool():
+    from solvermap.mappers.approxhpvm import MappingCandidate
+
+    class P:
+        ops = ("a", "b")
+
+    noisy, medium = {"a": "P1", "b": "P1"}, {"a": "P3", "b": "P5"}
+    pool = [MappingCandidate(1.0, 0, KnobDecision(noisy), P(), ()), MappingCandidate(2.0, 1, KnobDecision(medium), P(), ())]
+    safe = MappingCandidate(9.0, -1, KnobDecision({"a": "FP32", "b": "FP32"}), P(), ())
+    return pool, safe
+
+
+def test_mapping_selection_ships_the_fallback_when_every_solver_mapping_fails():
+    from solvermap.mappers.approxhpvm import select_mapping
+
+    pool, safe = _selection_pool()
+    validated = []
+
+    def validate(c):
+        validated.append(dict(c.decision.knobs))
+        return {"meets_loss_limit": c.decision.knobs["a"] == "FP32", "pass_rate": 0.9}
+
+    selection = select_mapping(pool, resolve=lambda c, failed: None, validate=validate, max_validations=5,
+                               fallback=safe)
+    assert selection.status == "fallback" and selection.chosen is safe and selection.validation["meets_loss_limit"]
+    assert validated == [dict(pool[0].decision.knobs), dict(pool[1].decision.knobs), dict(safe.decision.knobs)]
+    assert len(selection.failed) == 2
+
+
+def test_mapping_selection_never_reports_a_failing_mapping_as_meeting_the_limit():
+    from solvermap.mappers.approxhpvm import select_mapping
+
+    pool, safe = _selection_pool()
+    for fallback in (None, safe):
+        selection = select_mapping(pool, resolve=lambda c, failed: c, validate=lambda c: {"meets_loss_limit": False},
+                                   max_validations=2, fallback=fallback)
+        assert selection.status == "loss-limit-not-met" and not selection.validation["meets_loss_limit"]
+        assert selection.validations == (2 if fallback is None else 3)
