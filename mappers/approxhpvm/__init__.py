@@ -112,6 +112,8 @@ def _validate_options(ctx: Context) -> None:
     """Malformed options fail before any expensive step (one line each)."""
     _loss_limit(ctx)
     parse_knobs(ctx.option("knobs", "allowed", list(KNOBS)))
+    _choice(ctx, "budget", "cost_function", budget_types.HARDWARE, budget_types.ALL_COST_FUNCTIONS)
+    _choice(ctx, "knobs", "objective", "energy", ("energy", "time"))
     validate_loss_limit(ctx.option("swing", "p_m", ctx.target.mismatch_probability), "decisions.swing", "p_m")
 
 

@@ -156,3 +156,64 @@ def test_search_acceptance_needs_both_batches_and_the_pooled_margin(rates, accep
     mc = accept_twice(problem, {"a": 1, "b": 1, "c": 1})
     assert mc["accepted"] is accepted and seeds == [0, 1][:batches]
     assert mc["pass_rate"] == min(rates[:batches])  # the worse batch is reported
+
+
+# ---------------------------------------------------------------------- cost function "energy": loss-target search
+
+
+def _energy_problem(true_factor: float, **kw):
+    """The small problem with a synthetic hardware cost: energy falls with every level; the Monte Carlo oracle
+    passes a configuration iff ``true_factor`` × its modelled loss ≤ the limit (the loss model is pessimistic
+    when the factor is < 1 and optimistic when it is > 1)."""
+    from solvermap.formulations.problems.accuracy_budget import HARDWARE, HardwareCost, modelled_loss
+    from solvermap.formulations.solver import SolveResult, Status
+
+    base = small()
+    weight = {"a": 3.0, "b": 5.0, "c": 2.0}
+
+    def energy(levels):
+        return sum(weight[o] / levels[o] for o in base.ops)
+
+    def propose(target, failed, shipped, config):
+        best = None
+        for combo in itertools.product(base.levels, repeat=len(base.ops)):
+            levels = dict(zip(base.ops, combo))
+            if (modelled_loss(base, levels) > target + 1e-12 or levels in shipped
+                    or any(all(levels[o] >= f[o] for o in base.ops) for f in failed)):
+                continue
+            if best is None or energy(levels) < energy(best):
+                best = levels
+        if best is None:
+            return SolveResult(Status.INFEASIBLE, backend="enumeration"), None
+        return SolveResult(Status.OPTIMAL, energy(best), energy(best), backend="enumeration"), best
+
+    verified = []
+
+    def verify(levels, seed):
+        ok = true_factor * modelled_loss(base, levels) <= base.loss_limit + 1e-12
+        verified.append((dict(levels), ok))
+        return {"pass_rate": 1.0 if ok else 0.0, "runs": 100}
+
+    problem = replace(base, cost_function=HARDWARE, cost_functions=(), verify=verify, mc_runs=100,
+                      hardware=HardwareCost(propose=propose, cost=energy), **kw)
+    return problem, propose, energy, verified
+
+
+def test_energy_search_goes_past_a_pessimistic_loss_model_and_ships_only_passing_configurations():
+    problem, propose, energy, verified = _energy_problem(0.5)
+    at_limit = propose(problem.loss_limit, (), (), config())[0].objective
+    solved = accuracy_budget.solve(problem, config())
+    assert solved.decision is not None and solved.result.objective < at_limit  # the limit's optimum was not the end
+    passing = {tuple(sorted(lv.items())) for lv, ok in verified if ok}
+    assert all(tuple(sorted(c.levels.items())) in passing for c in solved.decision.configurations)
+    true_best = min(energy(dict(zip(problem.ops, combo))) for combo in itertools.product(problem.levels, repeat=3)
+                    if 0.5 * sum(problem.loss[o][k - 1] for o, k in zip(problem.ops, combo)) <= problem.loss_limit)
+    assert solved.result.objective <= true_best * 1.05  # bisection to within 5 % of the loss gap
+
+
+def test_energy_search_shrinks_under_an_optimistic_loss_model():
+    problem, _, _, verified = _energy_problem(2.0)
+    solved = accuracy_budget.solve(problem, config())
+    assert solved.decision is not None and solved.details["failed_candidates"] >= 1
+    passing = {tuple(sorted(lv.items())) for lv, ok in verified if ok}
+    assert tuple(sorted(solved.decision.levels.items())) in passing
