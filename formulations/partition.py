@@ -46,6 +46,14 @@ Bounds    (certified, :func:`lower_bound`) Σ κ w ≥ LB = max of: resource bou
 Two phases (retiming problems) (A) the model without retiming: its optimum P* bins is a lower bound of
           the joint objective (retiming bins ≥ 0) and its solution, scheduled, a candidate — optimal when
           it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started.
+Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
+          solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
+          enumerated convex bins (x[c,τ] ∈ {0,1}, Σ_{c∋i} x = 1, min Σ κ x) is a relaxation; a cover
+          whose quotient has a cycle B_1..B_k (links o_j → e_{j+1}) is cut off by
+          Σ_j together(e_j, o_j) − (k' − 1) ≤ together(o_j, e_{j+1}) for every j, together(u, v) =
+          Σ_{c∋u,v} x[c,·] (a closed walk through bins cannot advance in a topological order, so the bins
+          coincide); rounds repeat until a cover is acyclic (optimal) or time runs out (its bound stays
+          certified). The slot model then runs with the proven bin count.
 Warm start the best baseline, renumbered into canonical slot order, hints every variable.
 Decomposition clusters solve independently when no bin type has a finite count.
 Large     above 250,000 item × slot pairs each item is restricted to slots within a window of its warm-start
@@ -1105,7 +1113,9 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     start = time.perf_counter()
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
-    a = _solve_model(relaxed, _left(config, start, 0.3), relaxed_hint, "ours", explain, columns=columns)
+    # phase A gets half the time when the column model (and its cycle cuts) can prove it, else 30 %
+    a = _solve_model(relaxed, _left(config, start, 0.5 if columns is not None else 0.3), relaxed_hint, "ours",
+                     explain, columns=columns)
     a.details["phase"] = "A"
     if a.decision is None:
         if a.result.status == Status.INFEASIBLE:
@@ -1143,6 +1153,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     return Solved(combine([a.result, b.result], final), decision, b.explanation, details)
 
 
+QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model
 VARIABLE_BUDGET = 250_000  # item × slot pairs above which "ours" searches a window around the warm start
 
 
@@ -1160,25 +1171,35 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
                  explain: bool, *, min_bins: int | None = None,
                  columns: Callable[[], list[Column] | None] | None = None) -> Solved[PartitionDecision]:
     """One model of ``variant``; without retiming, ``ours`` follows an unproven slot model with the column
-    relaxation (its bound, and its cover when acyclic) and, if the gap remains, the slot model again."""
+    model and its cycle cuts (its bound, and its cover when acyclic) and, if the gap remains, the slot
+    model again."""
     if variant != "ours" or columns is None or problem.retiming is not None:
         return _solve_slots(problem, config, hint, variant, explain, min_bins=min_bins)
     start = time.perf_counter()
-    first = _solve_slots(problem, _left(config, start, 0.4), hint, variant, explain, min_bins=min_bins)
+    # a short slot-model solve first (it proves most actors at once), then the column model with cycle
+    # cuts (exact on small convex-bin sets), then the slot model again with the proven bin count
+    quick = _left(config, start, 0.25)
+    if quick.time_limit_s is not None:
+        quick = quick.with_(time_limit_s=min(quick.time_limit_s, QUICK_SLOT_SECONDS))
+    first = _solve_slots(problem, quick, hint, variant, explain, min_bins=min_bins)
     if first.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
         return first
     cols = columns()
     if cols is None:
         first.details["columns"] = "over budget"
         return first
-    cover = _solve_columns(problem, _left(config, start, 0.5), first.decision or hint, explain, cols, min_bins)
+    cover = _solve_columns(problem, _left(config, start, 0.7), first.decision or hint, explain, cols, min_bins)
+    if cover.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
+        cover.details.update({"variant": variant, "slots": None})
+        return cover
     results = [first.result, cover.result]
     candidates = [d for d in (first.decision, cover.decision) if d is not None]
     best = min(candidates, key=lambda d: objective(problem, d)) if candidates else None
     lower = max([r.bound for r in results if r.bound is not None] or [0.0])
     details = {**first.details, "columns": len(cols), "column_relaxation": {
         "status": str(cover.result.status), "bound": cover.result.bound, "objective": cover.result.objective,
-        "acyclic": cover.decision is not None, "solve_seconds": cover.result.solve_seconds}}
+        "acyclic": cover.decision is not None, "solve_seconds": cover.result.solve_seconds,
+        "cut_rounds": cover.details.get("cut_rounds", [])}}
     if best is not None and objective(problem, best) > lower + 1e-9 and config.time_limit_s is not None \
             and _left(config, start).time_limit_s > 0.5:
         cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
@@ -1197,7 +1218,7 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     final = SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
                         solver_version=results[-1].solver_version,
                         limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
-                        message="slot model, column relaxation" + (", slot model" if len(results) > 2 else ""))
+                        message="column model with cycle cuts, slot model" + (", slot model" if len(results) > 2 else ""))
     return Solved(combine(results, final), best, [], details)
 
 
@@ -1238,28 +1259,116 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 
 def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, explain: bool,
                    columns: list[Column], min_bins: int | None) -> Solved[PartitionDecision]:
-    """The column relaxation: its bound is certified; its decision is None unless the cover is acyclic."""
+    """The column model with lazy cycle cuts: its bound is certified at every round; its decision is None
+    unless a cover is acyclic (then it is optimal when the round was solved to optimality)."""
+    start = time.perf_counter()
     built = build_columns(problem, config, hint, columns=columns, min_bins=min_bins)
-    solution = solve_milp(built.builder, config)
-    result = solution.result
-    decision = decode_columns(problem, built, solution) if result.status.has_solution else None
     certified = problem.weights.bins * built.bound.cost
-    if result.status != Status.INFEASIBLE:
-        result.bound = max(result.bound if result.bound is not None else certified, certified)
+    together = _together(built)
+    rounds: list[dict[str, Any]] = []
+    results: list[SolveResult] = []
+    decision = None
+    lower = certified
+    while True:
+        solution = solve_milp(built.builder, _left(config, start))
+        result = solution.result
+        results.append(result)
+        if result.status == Status.INFEASIBLE or not result.status.has_solution:
+            if result.status != Status.INFEASIBLE and result.bound is not None:
+                lower = max(lower, result.bound)
+            break
+        if result.status == Status.OPTIMAL:
+            lower = max(lower, result.objective)
+        elif result.bound is not None:
+            lower = max(lower, result.bound)
+        chosen = [key for key, var in built.x.items() if solution.is_one(var)]
+        assignment = {n: b for b, (c, _) in enumerate(chosen) for n in built.columns[c].members}
+        cycles = quotient_cycles(problem, assignment)
+        rounds.append({"objective": result.objective, "bound": result.bound, "cycles": len(cycles),
+                       "seconds": result.solve_seconds})
+        if not cycles:
+            types = {b: problem.bin_types[k].name for b, (_, k) in enumerate(chosen)}
+            decision = complete(problem, assignment, types)
+            break
+        for cycle in cycles:
+            _add_cycle_cut(built, together, cycle)
+        if hint is not None and lower >= objective(problem, hint) - 1e-9:
+            break  # the warm start is proven optimal
+        if config.time_limit_s is not None and time.perf_counter() - start > config.time_limit_s:
+            break
+    last = results[-1]
+    final = dataclasses.replace(last)
+    final.solve_seconds = sum(r.solve_seconds for r in results)
+    if final.status != Status.INFEASIBLE:
+        final.bound = lower
     if decision is not None:
         value = objective(problem, decision)
-        if result.status != Status.OPTIMAL or value > (result.objective or value) + 1e-9:
-            result.status = Status.FEASIBLE
-        result.objective = value
-        result.bound = min(result.bound, value)
-        result.gap = relative_gap(value, result.bound)
-    elif result.status.has_solution:  # a cyclic cover: only its bound counts
-        result.status, result.objective, result.gap = Status.TIMEOUT_NO_SOLUTION, None, None
+        final.status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+        final.objective = value
+        final.bound = min(lower, value)
+        final.gap = relative_gap(value, final.bound)
+    elif hint is not None and lower >= objective(problem, hint) - 1e-9 and final.status != Status.INFEASIBLE:
+        decision = hint
+        final.status, final.objective, final.bound, final.gap = Status.OPTIMAL, lower, lower, 0.0
+    elif final.status.has_solution:  # only cyclic covers: only the bound counts
+        final.status, final.objective, final.gap = Status.TIMEOUT_NO_SOLUTION, None, None
+        final.limit_reached = True
     explanation = []
-    if result.status == Status.INFEASIBLE and explain:
+    if final.status == Status.INFEASIBLE and explain:
         explanation = explain_infeasible(built.builder, config)
-    details = {"model_size": built.builder.size(), "columns": len(columns)}
-    return Solved(result, decision, explanation, details)
+    details = {"model_size": built.builder.size(), "columns": len(columns), "cut_rounds": rounds}
+    return Solved(final, decision, explanation, details)
+
+
+def _together(built: ColumnModel) -> Callable[[str, str], Any]:
+    """together(u, v): the linear expression "u and v are in the same bin" (Σ of the columns with both)."""
+    holding: dict[str, dict[int, list[Any]]] = {}
+    for (c, _), var in built.x.items():
+        for n in built.columns[c].members:
+            holding.setdefault(n, {}).setdefault(c, []).append(var)
+
+    def together(u: str, v: str) -> Any:
+        both = holding.get(u, {}).keys() & holding.get(v, {}).keys()
+        return linear_sum(var for c in sorted(both) for var in holding[u][c])
+
+    return together
+
+
+def _add_cycle_cut(built: ColumnModel, together, cycle: list[tuple[str, str]]) -> None:
+    """Cut off a quotient cycle: bins B_1..B_k, link o_j → e_{j+1} from B_j into B_{j+1} (``cycle`` lists
+    these links). In an acyclic partition, if every pair (e_j, o_j) shares a bin, the closed walk through
+    those bins cannot move forward in a topological order, so all of them are one bin and every link of
+    the walk is inside it: Σ_j together(e_j, o_j) − (k' − 1) ≤ together(o_j, e_{j+1}) for each j, where k'
+    counts the pairs with e_j ≠ o_j. Valid for acyclic problems (every bin is convex)."""
+    k = len(cycle)
+    pairs = [(cycle[j - 1][1], cycle[j][0]) for j in range(k)]  # (e_j, o_j)
+    distinct = [(e, o) for e, o in pairs if e != o]
+    lhs = linear_sum([together(e, o) for e, o in distinct])
+    for o, e in cycle:
+        built.builder.add(lhs - (len(distinct) - 1) <= together(o, e), "acyclic", f"cycle {o}->{e}")
+
+
+def quotient_cycles(problem: PartitionProblem, assignment: dict[str, int], limit: int = 40) -> list[list[tuple[str, str]]]:
+    """Up to ``limit`` simple cycles of the quotient graph, each as the item links that close it."""
+    import networkx as nx
+
+    quotient = nx.DiGraph()
+    quotient.add_nodes_from(set(assignment.values()))
+    witness: dict[tuple[int, int], tuple[str, str]] = {}
+    for s, d in problem.order_links():
+        p, q = assignment[s], assignment[d]
+        if p != q:
+            quotient.add_edge(p, q)
+            witness.setdefault((p, q), (s, d))
+    out: list[list[tuple[str, str]]] = []
+    for component in nx.strongly_connected_components(quotient):
+        if len(component) < 2:
+            continue
+        for cycle in nx.simple_cycles(quotient.subgraph(component)):
+            out.append([witness[cycle[j], cycle[(j + 1) % len(cycle)]] for j in range(len(cycle))])
+            if len(out) >= limit:
+                return out
+    return out
 
 
 def _restrict(decision: PartitionDecision | None, names: list[str], clusters: set[str]) -> PartitionDecision | None:

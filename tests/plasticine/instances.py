@@ -89,3 +89,14 @@ def traffic_packing() -> PartitionProblem:
              Link("b3", "b4", traffic=1), Link("b4", "b5", traffic=4), Link("b0", "b5", src_port="o2", traffic=2))
     core = BinType("core", {"xbars": 3})
     return PartitionProblem(items, (core,), links, weights=Weights(bins=1.0, retiming=0.0, traffic=0.5), name="traffic")
+
+
+def crossing_pairs() -> PartitionProblem:
+    """a1 → b1 and b2 → a2; a1, a2 share input x and b1, b2 share y, one vector input per bin: the only
+    two-bin cover {a1, a2} {b1, b2} is cyclic, the acyclic optimum is 3 bins."""
+    items = tuple(Item(n, {"stages": 1}) for n in ("a1", "a2", "b1", "b2"))
+    links = (Link("x", "a1", kind="vector"), Link("x", "a2", kind="vector"), Link("y", "b1", kind="vector"),
+             Link("y", "b2", kind="vector"), Link("a1", "b1", kind="scalar"), Link("b2", "a2", kind="scalar"),
+             Link("a2", "out", kind="scalar"), Link("b1", "out", src_port="o", kind="scalar"))
+    bin_type = BinType("pcu", {"stages": 2}, inputs={"vector": 1, "scalar": 2}, outputs={"scalar": 2})
+    return PartitionProblem(items, (bin_type,), links, acyclic=True, name="crossing")

@@ -31,6 +31,7 @@ CASES = {
     "random-retime": lambda: instances.random_dag(9, n=4, retiming=Retiming(1, 0)),
     "merge": instances.merge_types,
     "traffic": instances.traffic_packing,
+    "crossing": instances.crossing_pairs,
 }
 KNOWN: dict[str, float] = {}
 
@@ -128,3 +129,15 @@ def test_diagnose_names_a_type_whose_count_is_too_small():
     pcu = BinType("pcu", {"stages": 6}, count=3)
     reason = formulation.diagnose(PartitionProblem(items, (pcu,)))
     assert reason is not None and "only a pcu" in reason and "has 3" in reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cycle_cuts_turn_the_cyclic_cover_into_the_acyclic_optimum(backend):
+    problem = instances.crossing_pairs()
+    columns = formulation.convex_bins(problem)
+    config = SolverConfig(backend=backend, time_limit_s=20)
+    plain = formulation.solve_milp(formulation.build_columns(problem, config, columns=columns).builder, config)
+    assert plain.result.objective == pytest.approx(2)  # the cover alone: {a1, a2} {b1, b2}, a cycle
+    solved = formulation._solve_columns(problem, config, None, False, columns, None)
+    assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(3)
+    assert check(problem, solved.decision).ok and solved.details["cut_rounds"][0]["cycles"] >= 1
