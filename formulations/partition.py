@@ -1120,7 +1120,17 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     if a.decision is None:
         if a.result.status == Status.INFEASIBLE:
             return a
-        return _solve_model(problem, _left(config, start), hint, "ours", explain, columns=columns)
+        joint = _solve_model(problem, _left(config, start), hint, "ours", explain, columns=columns)
+        if joint.decision is None and hint is not None:  # nothing new found: the warm start is the incumbent
+            value = objective(problem, hint)
+            lower = max([r for r in (a.result.bound, joint.result.bound) if r is not None] or [0.0])
+            lower = min(lower, value)
+            status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+            final = SolveResult(status, value, lower, relative_gap(value, lower), backend=joint.result.backend,
+                                solver_version=joint.result.solver_version, limit_reached=True,
+                                message="no solver solution within the limit: the warm start, with the bound")
+            return Solved(combine([a.result, joint.result], final), hint, [], joint.details)
+        return joint
     candidate = complete(problem, a.decision.assignment, a.decision.bin_types)
     best = candidate if hint is None or objective(problem, candidate) < objective(problem, hint) else hint
     lower = a.result.bound if a.result.bound is not None else 0.0
@@ -1153,7 +1163,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     return Solved(combine([a.result, b.result], final), decision, b.explanation, details)
 
 
-QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model
+QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model ...
+QUICK_SLOT_ITEMS = 150  # ... when it has at most this many items (larger ones rarely have few convex bins)
 VARIABLE_BUDGET = 250_000  # item × slot pairs above which "ours" searches a window around the warm start
 
 
@@ -1179,7 +1190,7 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     # a short slot-model solve first (it proves most actors at once), then the column model with cycle
     # cuts (exact on small convex-bin sets), then the slot model again with the proven bin count
     quick = _left(config, start, 0.25)
-    if quick.time_limit_s is not None:
+    if quick.time_limit_s is not None and len(problem.items) <= QUICK_SLOT_ITEMS:
         quick = quick.with_(time_limit_s=min(quick.time_limit_s, QUICK_SLOT_SECONDS))
     first = _solve_slots(problem, quick, hint, variant, explain, min_bins=min_bins)
     if first.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
