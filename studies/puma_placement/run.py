@@ -15,6 +15,9 @@ of each result (throughput vs crossbars used).
 
     .venv/bin/python -m solvermap.studies.puma_placement.run [--time-limit 60] [--large-time-limit 600] [--out DIR]
 
+(The committed results: ``--time-limit 240 --large-time-limit 300``. Functional simulation and the digits
+accuracy are in :mod:`.functional`.)
+
 ``--large-time-limit`` applies to instances with more blocks than the exact stages take (mlp_l5,
 lstm_lm). Writes placement.csv (every method), placement_summary.csv (one row per workload: solver ÷
 best baseline and ÷ each baseline, status, gap, certified bound, latency/throughput/energy change),
