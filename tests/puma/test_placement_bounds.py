@@ -67,3 +67,17 @@ def test_solver_bound_never_exceeds_its_objective(small):
     solved = hierarchical_placement.solve(problem, SolverConfig(backend="cpsat", time_limit_s=6), hint)
     assert solved.result.bound <= solved.result.objective + 1e-9
     assert objective(problem, solved.decision) <= objective(problem, hint)
+
+
+def test_solver_splits_its_budget_by_work_so_a_slower_clock_gives_the_same_placement(small, monkeypatch):
+    import time as clock
+
+    problem = small["lstm_lm"]
+    hint = BASELINES["row_major"](problem)
+    config = SolverConfig(backend="cpsat", time_limit_s=4)
+    first = hierarchical_placement.solve(problem, config, hint)
+    real = clock.perf_counter
+    origin = real()
+    monkeypatch.setattr(clock, "perf_counter", lambda: origin + 1.25 * (real() - origin))  # a 1.25× slower machine
+    second = hierarchical_placement.solve(problem, config, hint)
+    assert second.decision == first.decision
