@@ -20,6 +20,7 @@ incumbent the status is ``timeout-no-solution``.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import importlib.metadata
 import math
 import time
@@ -159,6 +160,7 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 # --------------------------------------------------------------------------- availability
 
 
+@functools.lru_cache(maxsize=None)
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -226,6 +228,7 @@ def require_backend(kind: str, backend: str) -> None:
         raise BackendUnavailable(reason)
 
 
+@functools.lru_cache(maxsize=None)
 def backend_version(backend: str) -> str:
     ortools = _version("ortools")
     return {
