@@ -1,13 +1,17 @@
 """CP-SAT and a MILP backend (SCIP) agree on the optimal partition of the apps at their default factor.
 
-Apps left out, with the reason (measured on this shared 2-core machine, see the study and benchmark):
-blackscholes and lattice — no backend proves the optimum within 30 s (gap and bound in the study);
-kmeans, lstm — CP-SAT proves them in seconds but the MILP backends need more than this test's budget
-(the study and ``bench/sara_partition_bench.py`` record them).
+Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget.
+Left out, with the reason (measured on this shared 2-core machine, see ``bench/sara_partition_bench.py``):
+blackscholes — CP-SAT proves 16 (14 partitions + retiming) in about a minute, longer than a test may run;
+lattice — unproven on every backend (18 partitions + 1 retiming found, bound 18); kmeans — SCIP/HiGHS do
+not reach CP-SAT's proven 40 within 30 s. For lattice the test below compares the backends on the
+partition without retiming (phase A of the two-phase solve, whose optimum, 18, is the certified lower
+bound of the joint objective); for blackscholes SCIP does not prove phase A (14) within 30 s either.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pytest
@@ -20,22 +24,26 @@ from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
 from solvermap.mappers.plasticine import decomposition, lowering, traversal
 
-AGREE = ["dotproduct", "outerproduct", "tpchq6", "gda", "gemm", "logreg", "sgd", "gru", "lenet"]
+AGREE = ["dotproduct", "outerproduct", "tpchq6", "gda", "gemm", "logreg", "sgd", "lstm", "gru", "lenet"]
+NO_RETIMING = ["lattice"]
 
 
 @functools.cache
-def problem_and_hint(app: str):
+def problem_and_hint(app: str, retiming: bool = True):
     spec = load_target("plasticine")
     graph, _ = decomposition.decompose(build(app, "plasticine").ir, spec)
     problem = lowering.partition_problem(graph, spec)
+    if not retiming:
+        problem = dataclasses.replace(problem, retiming=None,
+                                      weights=dataclasses.replace(problem.weights, retiming=0.0))
     hints = [h(problem) for h in traversal.partition_baselines(problem).values()]
     return problem, min((h for h in hints if check(problem, h).ok), key=lambda h: objective(problem, h))
 
 
 @functools.cache
-def optimum(app: str, backend: str) -> float:
-    problem, hint = problem_and_hint(app)
-    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=30), hint)
+def optimum(app: str, backend: str, retiming: bool = True) -> float:
+    problem, hint = problem_and_hint(app, retiming)
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=30, threads=1), hint)
     assert solved.result.status == Status.OPTIMAL, (app, backend, solved.result)
     assert check(problem, solved.decision).ok
     return solved.result.objective
@@ -44,6 +52,11 @@ def optimum(app: str, backend: str) -> float:
 @pytest.mark.parametrize("app", AGREE)
 def test_cpsat_and_scip_agree_on_the_optimal_partition(app):
     assert optimum(app, "cpsat") == pytest.approx(optimum(app, "scip"))
+
+
+@pytest.mark.parametrize("app", NO_RETIMING)
+def test_cpsat_and_scip_agree_on_the_optimal_partition_without_retiming(app):
+    assert optimum(app, "cpsat", False) == pytest.approx(optimum(app, "scip", False))
 
 
 @pytest.mark.parametrize("app", AGREE)
