@@ -58,6 +58,10 @@ Warm start the best baseline, renumbered into canonical slot order, hints every 
 Decomposition clusters solve independently when no bin type has a finite count.
 Large     above 250,000 item × slot pairs each item is restricted to slots within a window of its warm-start
           slot (a large-neighbourhood search); only the combinatorial lower bound is then reported.
+Budget    ``time_limit_s`` is split between phases, models, cut rounds and clusters by a
+          :class:`~solvermap.formulations.solver.WorkClock`. Deterministic configs charge each solve by
+          its outcome (:func:`_work`: the whole budget when stopped by its limit, a size proxy when
+          finished), never by the wall clock, so the same config gives the same partition on any load.
 
 Variant ``table42`` (the seed's literal formulation, for comparison on the same backend)
 ------------------------------------------------------------------------------------------
@@ -97,6 +101,7 @@ from solvermap.formulations.solver import (
     SolveResult,
     SolverConfig,
     Status,
+    WorkClock,
     explain_infeasible,
     linear_sum,
     relative_gap,
@@ -1090,18 +1095,46 @@ def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
 
 def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
                explain: bool) -> Solved[PartitionDecision]:
-    deadline = time.perf_counter() + config.time_limit_s if config.time_limit_s is not None else None
+    # the enumeration is bounded by COLUMN_NODES (deterministic); the wall clock only backs it up
+    wall = config.wall_limit()
+    deadline = time.perf_counter() + wall if wall is not None else None
     columns = (lambda: convex_bins(problem, deadline=deadline)) if variant == "ours" and problem.acyclic else None
     if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
         return _solve_two_phase(problem, config, hint, explain, columns)
     return _solve_model(problem, config, hint, variant, explain, columns=columns)
 
 
-def _left(config: SolverConfig, start: float, share: float = 1.0) -> SolverConfig:
-    if config.time_limit_s is None:
+MIN_SOLVE_WORK = 0.05  # budget charged for any finished solve at least ...
+WORK_PER_ENTRY = 1e-5  # ... else this per model variable + nonzero (a deterministic proxy of its solve time)
+
+
+def _work(builder: ModelBuilder, result: SolveResult, config: SolverConfig) -> float:
+    """Budget one MILP solve used, in the units of ``config.time_limit_s``. MathOpt reports no
+    deterministic time, so with ``config.deterministic`` a solve stopped by its limit is charged its whole
+    budget and a finished one (optimal, infeasible) a proxy of its size — both functions of the
+    deterministic outcome, so the split between phases, and the answer, does not depend on machine load.
+    Wall seconds when ``config.deterministic`` is off."""
+    if not config.deterministic:
+        return result.solve_seconds
+    given = config.time_limit_s
+    if given is None:
+        return 0.0
+    if result.status in (Status.OPTIMAL, Status.INFEASIBLE) and not result.limit_reached:
+        size = builder.size()
+        return min(given, max(MIN_SOLVE_WORK, WORK_PER_ENTRY * (size["variables"] + size["nonzeros"])))
+    return given
+
+
+def _left(config: SolverConfig, clock: WorkClock, share: float = 1.0) -> SolverConfig:
+    """``config`` limited to ``share`` of what ``clock`` has left (at least 0.05 s)."""
+    left = clock.left()
+    if left is None:
         return config
-    remaining = config.time_limit_s - (time.perf_counter() - start)
-    return config.with_(time_limit_s=max(0.05, remaining * share))
+    return config.with_(time_limit_s=max(0.05, left * share))
+
+
+def _spent(solved: Solved[PartitionDecision]) -> float:
+    return float(solved.details.get("work", 0.0))
 
 
 def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None,
@@ -1109,18 +1142,21 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
     best candidate has no retiming it is optimal. Otherwise (B) the joint model runs with Σ bins ≥ P*
-    and the best candidate as warm start."""
-    start = time.perf_counter()
+    and the best candidate as warm start. The budget is split by a :class:`WorkClock` (:func:`_work`)."""
+    clock = WorkClock(config)
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
     # phase A gets half the time when the column model (and its cycle cuts) can prove it, else 30 %
-    a = _solve_model(relaxed, _left(config, start, 0.5 if columns is not None else 0.3), relaxed_hint, "ours",
+    a = _solve_model(relaxed, _left(config, clock, 0.5 if columns is not None else 0.3), relaxed_hint, "ours",
                      explain, columns=columns)
+    clock.charge(_spent(a))
     a.details["phase"] = "A"
     if a.decision is None:
         if a.result.status == Status.INFEASIBLE:
             return a
-        joint = _solve_model(problem, _left(config, start), hint, "ours", explain, columns=columns)
+        joint = _solve_model(problem, _left(config, clock), hint, "ours", explain, columns=columns)
+        clock.charge(_spent(joint))
+        joint.details["work"] = clock.elapsed()
         if joint.decision is None and hint is not None:  # nothing new found: the warm start is the incumbent
             value = objective(problem, hint)
             lower = max([r for r in (a.result.bound, joint.result.bound) if r is not None] or [0.0])
@@ -1145,8 +1181,10 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                             a.result.backend, a.result.solver_version, False,
                             "phase A optimum needs no retiming")
         return Solved(final, best, [], details)
-    b = _solve_model(problem, _left(config, start), best, "ours", explain,
+    b = _solve_model(problem, _left(config, clock), best, "ours", explain,
                      min_bins=min_bins if a.result.status == Status.OPTIMAL else None, columns=columns)
+    clock.charge(_spent(b))
+    details["work"] = clock.elapsed()
     details["phases"].append({"phase": "B", "status": str(b.result.status), "objective": b.result.objective,
                               "bound": b.result.bound, "solve_seconds": b.result.solve_seconds})
     details.update({k: v for k, v in b.details.items() if k in ("model_size", "slots", "lower_bound")})
@@ -1186,22 +1224,24 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     model again."""
     if variant != "ours" or columns is None or problem.retiming is not None:
         return _solve_slots(problem, config, hint, variant, explain, min_bins=min_bins)
-    start = time.perf_counter()
+    clock = WorkClock(config)
     # a short slot-model solve first (it proves most actors at once), then the column model with cycle
     # cuts (exact on small convex-bin sets), then the slot model again with the proven bin count
-    quick = _left(config, start, 0.25)
+    quick = _left(config, clock, 0.25)
     if quick.time_limit_s is not None and len(problem.items) <= QUICK_SLOT_ITEMS:
         quick = quick.with_(time_limit_s=min(quick.time_limit_s, QUICK_SLOT_SECONDS))
     first = _solve_slots(problem, quick, hint, variant, explain, min_bins=min_bins)
+    clock.charge(_spent(first))
     if first.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
         return first
     cols = columns()
     if cols is None:
         first.details["columns"] = "over budget"
         return first
-    cover = _solve_columns(problem, _left(config, start, 0.7), first.decision or hint, explain, cols, min_bins)
+    cover = _solve_columns(problem, _left(config, clock, 0.7), first.decision or hint, explain, cols, min_bins)
+    clock.charge(_spent(cover))
     if cover.result.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        cover.details.update({"variant": variant, "slots": None})
+        cover.details.update({"variant": variant, "slots": None, "work": clock.elapsed()})
         return cover
     results = [first.result, cover.result]
     candidates = [d for d in (first.decision, cover.decision) if d is not None]
@@ -1211,16 +1251,19 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
         "status": str(cover.result.status), "bound": cover.result.bound, "objective": cover.result.objective,
         "acyclic": cover.decision is not None, "solve_seconds": cover.result.solve_seconds,
         "cut_rounds": cover.details.get("cut_rounds", [])}}
+    # (details["work"] is set below, after the last solve)
     if best is not None and objective(problem, best) > lower + 1e-9 and config.time_limit_s is not None \
-            and _left(config, start).time_limit_s > 0.5:
+            and _left(config, clock).time_limit_s > 0.5:
         cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
         proven = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
-        again = _solve_slots(problem, _left(config, start), best, variant, explain,
+        again = _solve_slots(problem, _left(config, clock), best, variant, explain,
                              min_bins=max(proven or 0, min_bins or 0) or None)
+        clock.charge(_spent(again))
         results.append(again.result)
         if again.decision is not None and objective(problem, again.decision) < objective(problem, best):
             best = again.decision
         lower = max(lower, again.result.bound if again.result.bound is not None else 0.0)
+    details["work"] = clock.elapsed()
     if best is None:
         return Solved(combine(results, cover.result), None, cover.explanation or first.explanation, details)
     value = objective(problem, best)
@@ -1262,7 +1305,8 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     explanation = []
     if result.status == Status.INFEASIBLE and explain:
         explanation = explain_infeasible(built.builder, config)
-    details = {"model_size": built.builder.size(), "slots": built.slots, "variant": variant, "window": window}
+    details = {"model_size": built.builder.size(), "slots": built.slots, "variant": variant, "window": window,
+               "work": _work(built.builder, solution.result, config)}
     if built.bound is not None:
         details["lower_bound"] = {"bins": built.bound.bins, "reason": built.bound.reason, "parts": built.bound.parts}
     return Solved(result, decision, explanation, details)
@@ -1271,8 +1315,9 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, explain: bool,
                    columns: list[Column], min_bins: int | None) -> Solved[PartitionDecision]:
     """The column model with lazy cycle cuts: its bound is certified at every round; its decision is None
-    unless a cover is acyclic (then it is optimal when the round was solved to optimality)."""
-    start = time.perf_counter()
+    unless a cover is acyclic (then it is optimal when the round was solved to optimality). Rounds share
+    the budget through a :class:`WorkClock` (:func:`_work`)."""
+    clock = WorkClock(config)
     built = build_columns(problem, config, hint, columns=columns, min_bins=min_bins)
     certified = problem.weights.bins * built.bound.cost
     together = _together(built)
@@ -1281,8 +1326,10 @@ def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: Partit
     decision = None
     lower = certified
     while True:
-        solution = solve_milp(built.builder, _left(config, start))
+        round_config = _left(config, clock)
+        solution = solve_milp(built.builder, round_config)
         result = solution.result
+        clock.charge(_work(built.builder, result, round_config))
         results.append(result)
         if result.status == Status.INFEASIBLE or not result.status.has_solution:
             if result.status != Status.INFEASIBLE and result.bound is not None:
@@ -1305,7 +1352,8 @@ def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: Partit
             _add_cycle_cut(built, together, cycle)
         if hint is not None and lower >= objective(problem, hint) - 1e-9:
             break  # the warm start is proven optimal
-        if config.time_limit_s is not None and time.perf_counter() - start > config.time_limit_s:
+        left = clock.left()
+        if left is not None and left < MIN_SOLVE_WORK:
             break
     last = results[-1]
     final = dataclasses.replace(last)
@@ -1327,7 +1375,7 @@ def _solve_columns(problem: PartitionProblem, config: SolverConfig, hint: Partit
     explanation = []
     if final.status == Status.INFEASIBLE and explain:
         explanation = explain_infeasible(built.builder, config)
-    details = {"model_size": built.builder.size(), "columns": len(columns), "cut_rounds": rounds}
+    details = {"model_size": built.builder.size(), "columns": len(columns), "cut_rounds": rounds, "work": clock.elapsed()}
     return Solved(final, decision, explanation, details)
 
 
@@ -1406,20 +1454,20 @@ def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     separable = len(clusters) > 1 and all(t.count is None for t in problem.bin_types)
     if not separable:
         return _solve_one(problem, config, hint, variant, explain)
-    start = time.perf_counter()
+    clock = WorkClock(config)
     names = sorted(clusters, key=lambda c: (len(clusters[c]), c))
     results: list[SolveResult] = []
     parts: list[tuple[list[str], PartitionDecision]] = []
-    details: dict[str, Any] = {"components": [], "variant": variant}
+    details: dict[str, Any] = {"components": [], "variant": variant, "work": 0.0}
     lower = 0.0
     for k, c in enumerate(names):
         members = clusters[c]
         sub = problem.subproblem(members, f"{problem.name}/{c}")
         sub_config = config
         if config.time_limit_s is not None:
-            left = config.time_limit_s - (time.perf_counter() - start)
-            sub_config = config.with_(time_limit_s=max(0.05, left / (len(names) - k)))
+            sub_config = _left(config, clock, 1.0 / (len(names) - k))
         solved = _solve_one(sub, sub_config, _restrict(hint, members, {c}), variant, explain)
+        clock.charge(_spent(solved))
         results.append(solved.result)
         details["components"].append({"cluster": c, "items": len(members), "status": str(solved.result.status),
                                       "objective": solved.result.objective, "bound": solved.result.bound,
@@ -1437,6 +1485,7 @@ def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
             bound = solved.result.bound if solved.result.bound is not None else certified
         parts.append((members, solved_decision))
         lower += bound
+        details["work"] = clock.elapsed()
     decision = _join(problem, parts)
     value = objective(problem, decision)
     statuses = [r.status for r in results]

@@ -151,6 +151,39 @@ def backstop_note(config: SolverConfig, seconds: float, limit_reached: bool) -> 
     return ""
 
 
+class WorkClock:
+    """One budget (``config.time_limit_s``; None = unlimited) split over many solves. Deterministic
+    configs count only the work the solves report (:func:`work_spent`, charged with :meth:`charge`), so
+    the split — and the answer — does not depend on machine load; the wall clock only backs it up at
+    ``WALL_BACKSTOP`` × the budget (as the facade does for one solve). Non-deterministic configs count
+    wall seconds."""
+
+    def __init__(self, config: SolverConfig) -> None:
+        self.total = config.time_limit_s
+        self.deterministic = config.deterministic
+        self.start = time.perf_counter()
+        self.spent = 0.0
+
+    def charge(self, work: float) -> None:
+        self.spent += max(0.0, float(work))
+
+    def elapsed(self) -> float:
+        return self.spent if self.deterministic else time.perf_counter() - self.start
+
+    def left(self) -> float | None:
+        if self.total is None:
+            return None
+        if self.deterministic and time.perf_counter() - self.start > WALL_BACKSTOP * self.total:
+            return 0.0
+        return self.total - self.elapsed()
+
+    def share(self, config: SolverConfig, fraction: float) -> SolverConfig:
+        """``config`` limited to ``fraction`` of the total, never more than is left (at least 0.2 s)."""
+        if self.total is None:
+            return config
+        return config.with_(time_limit_s=max(0.2, min(self.total * fraction, self.left())))
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None or not math.isfinite(objective) or not math.isfinite(bound):
         return None

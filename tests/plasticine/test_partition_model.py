@@ -141,3 +141,29 @@ def test_cycle_cuts_turn_the_cyclic_cover_into_the_acyclic_optimum(backend):
     solved = formulation._solve_columns(problem, config, None, False, columns, None)
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(3)
     assert check(problem, solved.decision).ok and solved.details["cut_rounds"][0]["cycles"] >= 1
+
+
+@pytest.mark.parametrize("case", ["random-retime", "retime-chain"])
+def test_same_config_gives_the_same_partition_on_a_slower_clock(case, monkeypatch):
+    """Deterministic configs split the budget between phases by reported work, not by the wall clock."""
+    problem = CASES[case]()
+    config = SolverConfig(backend="cpsat", time_limit_s=1.0, seed=0)
+    budgets: list[float] = []
+    real_solve = formulation.solve_milp
+
+    def recording(builder, cfg, **kwargs):
+        budgets.append(cfg.time_limit_s)
+        return real_solve(builder, cfg, **kwargs)
+
+    monkeypatch.setattr(formulation, "solve_milp", recording)
+    first = formulation.solve(problem, config)
+    first_budgets, budgets[:] = list(budgets), []
+    real = formulation.time.perf_counter
+    origin = real()
+    monkeypatch.setattr(formulation.time, "perf_counter", lambda: origin + 1.5 * (real() - origin))  # a 1.5× slower machine
+    second = formulation.solve(problem, config)
+    assert len(first_budgets) >= 2  # the budget was split between solves
+    assert budgets == first_budgets
+    assert second.decision == first.decision
+    assert second.result.objective == first.result.objective and second.result.bound == first.result.bound
+    assert second.details["work"] == first.details["work"] <= config.time_limit_s + formulation.MIN_SOLVE_WORK + 1e-9
