@@ -228,7 +228,7 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("backend", ["native-cpsat", "cpsat"])
+@pytest.mark.parametrize("backend", ["native-cpsat"])
 def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallowed(backend):
     """CP-SAT and SCIP catch SIGINT by default and only end the current solve, so a Ctrl-C'd study would
     run on; the facade turns that off so the interrupt reaches Python."""
