@@ -395,8 +395,8 @@ def _mathopt_params(backend: str, config: SolverConfig) -> Any:
     if work is not None and backend == "cpsat":
         params.cp_sat.max_deterministic_time = work
     # Ctrl-C must reach Python (KeyboardInterrupt) rather than silently end only the current solve.
-    # (Known limit: a SIGINT that lands inside a HiGHS or SCIP solve can leave it waiting forever; stop such
-    # runs with SIGTERM/SIGKILL — studies resume from their storage.)
+    # (Known limit: a SIGINT that lands inside a MathOpt solve — HiGHS, SCIP, or CP-SAT through MathOpt — can
+    # leave it waiting forever; stop such runs with SIGTERM/SIGKILL — studies resume from their storage.)
     if backend == "cpsat":
         params.cp_sat.catch_sigint_signal = False
     elif backend == "scip":
