@@ -19,12 +19,13 @@ incumbent the status is ``timeout-no-solution``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import importlib.metadata
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -394,9 +395,8 @@ def _mathopt_params(backend: str, config: SolverConfig) -> Any:
     params = mathopt.SolveParameters(**kwargs)
     if work is not None and backend == "cpsat":
         params.cp_sat.max_deterministic_time = work
-    # Ctrl-C must reach Python (KeyboardInterrupt) rather than silently end only the current solve.
-    # (Known limit: a SIGINT that lands inside a MathOpt solve — HiGHS, SCIP, or CP-SAT through MathOpt — can
-    # leave it waiting forever; stop such runs with SIGTERM/SIGKILL — studies resume from their storage.)
+    # Ctrl-C must reach Python (KeyboardInterrupt) rather than silently end only the current solve
+    # (see also _sigint_survives, which keeps MathOpt from discarding the interrupt).
     if backend == "cpsat":
         params.cp_sat.catch_sigint_signal = False
     elif backend == "scip":
@@ -433,6 +433,37 @@ def _normalise_mathopt(result: Any) -> tuple[Status, float | None, float | None,
     return status, objective, bound, limit, detail
 
 
+@contextlib.contextmanager
+def _sigint_survives() -> Iterator[None]:
+    """Make a Ctrl-C during a MathOpt solve raise ``KeyboardInterrupt`` once the solve returns.
+
+    MathOpt's native code runs Python's pending signal handlers and then discards the
+    ``KeyboardInterrupt`` they raise, so an interrupted study would run on. While the solve runs (main
+    thread, default handler only), a handler that also records the interrupt is installed; if it fired,
+    the interrupt is raised again here.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    fired: list[bool] = []
+
+    def record(signum: int, frame: Any) -> None:
+        fired.append(True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, record)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if fired:
+        raise KeyboardInterrupt
+
+
 def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool = True) -> MilpSolution:
     """Solve a MathOpt model with the configured MILP backend; never raises on limits."""
     backend = config.milp_backend()
@@ -448,12 +479,13 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
         model_params = mathopt.ModelSolveParameters(solution_hints=[hint])
     start = time.perf_counter()
     try:
-        result = mathopt.solve(
-            builder.model,
-            _mathopt_solver_type(backend),
-            params=_mathopt_params(backend, config),
-            model_params=model_params,
-        )
+        with _sigint_survives():
+            result = mathopt.solve(
+                builder.model,
+                _mathopt_solver_type(backend),
+                params=_mathopt_params(backend, config),
+                model_params=model_params,
+            )
     except Exception as exc:  # noqa: BLE001 - a solver failure is a result, not a crash
         return MilpSolution(
             SolveResult(Status.ERROR, build_seconds=build_seconds, solve_seconds=time.perf_counter() - start,
@@ -519,7 +551,8 @@ def _solve_cbc(builder: ModelBuilder, config: SolverConfig, build_seconds: float
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, config.rel_gap)
     by_id = {var: var for var in builder.model.variables()}
     start = time.perf_counter()
-    code = solver.Solve(params)
+    with _sigint_survives():
+        code = solver.Solve(params)
     seconds = time.perf_counter() - start
     has = code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE)
     status = {
