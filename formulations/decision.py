@@ -110,6 +110,16 @@ def one_shot(
     return Solved(result, decision, explanation, details)
 
 
+def rescaled(result: SolveResult, scale: float) -> SolveResult:
+    """``result`` with objective and bound multiplied by ``scale`` (in place): for models that minimise a
+    normalised objective because solver tolerances are absolute (energies of ~1e-10 J)."""
+    for key in ("objective", "bound"):
+        value = getattr(result, key)
+        if value is not None:
+            setattr(result, key, value * scale)
+    return result
+
+
 def combine(results: list[SolveResult], final: SolveResult | None = None) -> SolveResult:
     """One record for a sequence of solves: times summed, status/objective/bound from ``final``."""
     last = final or results[-1]

@@ -32,7 +32,7 @@ s.t.      assignment    Σ_{g ≤ o} x[o,g] = 1                       each op in
 
 from __future__ import annotations
 
-from solvermap.formulations.decision import one_shot
+from solvermap.formulations.decision import one_shot, rescaled
 from solvermap.formulations.problems.fusion import GPU, PROMISE, FusionDecision, FusionProblem
 from solvermap.formulations.solver import ModelBuilder, SolverConfig, linear_sum
 
@@ -180,9 +180,5 @@ def decode(problem: FusionProblem, built: ModelBuilder, solution) -> FusionDecis
 
 def solve(problem: FusionProblem, config: SolverConfig, hint: FusionDecision | None = None):
     solved = one_shot(build, decode, problem, config, hint)
-    scale = scale_of(problem)
-    for key in ("objective", "bound"):
-        value = getattr(solved.result, key)
-        if value is not None:
-            setattr(solved.result, key, value * scale)
+    rescaled(solved.result, scale_of(problem))
     return solved

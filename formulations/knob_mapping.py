@@ -39,7 +39,7 @@ need(o,·) lies in the cut's level set for o).
 
 from __future__ import annotations
 
-from solvermap.formulations.decision import one_shot
+from solvermap.formulations.decision import one_shot, rescaled
 from solvermap.formulations.problems.knob_mapping import (
     INPUT,
     OUTPUT,
@@ -159,9 +159,5 @@ def decode(problem: KnobProblem, built: ModelBuilder, solution) -> KnobDecision:
 
 def solve(problem: KnobProblem, config: SolverConfig, hint: KnobDecision | None = None):
     solved = one_shot(build, decode, problem, config, hint)
-    scale = scale_of(problem)
-    for key in ("objective", "bound"):
-        value = getattr(solved.result, key)
-        if value is not None:
-            setattr(solved.result, key, value * scale)
+    rescaled(solved.result, scale_of(problem))
     return solved

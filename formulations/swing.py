@@ -19,7 +19,7 @@ Runs on cpsat, highs, scip and cbc. ``diagnose`` names the task that cannot meet
 
 from __future__ import annotations
 
-from solvermap.formulations.decision import Solved, combine
+from solvermap.formulations.decision import Solved, combine, rescaled
 from solvermap.formulations.problems.swing import LEVELS, SwingDecision, SwingProblem, bound
 from solvermap.formulations.solver import ModelBuilder, SolveResult, SolverConfig, Status, linear_sum, solve_milp
 
@@ -60,14 +60,6 @@ def _scale(problem: SwingProblem) -> float:
     return max(max(v.values()) for v in problem.energy.values()) or 1.0
 
 
-def _rescaled(result: SolveResult, scale: float) -> SolveResult:
-    for key in ("objective", "bound"):
-        value = getattr(result, key)
-        if value is not None:
-            setattr(result, key, value * scale)
-    return result
-
-
 def decode(problem: SwingProblem, built: ModelBuilder, solution) -> dict[str, int]:
     z = built.vars  # type: ignore[attr-defined]
     return {t: next(s for s in LEVELS if solution.is_one(z[t, s])) for t in problem.tasks}
@@ -80,7 +72,7 @@ def solve(problem: SwingProblem, config: SolverConfig, hint: SwingDecision | Non
     for _ in range(problem.max_candidates):
         built = build(problem, config, failed, hint)
         solution = solve_milp(built, config)
-        results.append(_rescaled(solution.result, _scale(problem)))
+        results.append(rescaled(solution.result, _scale(problem)))
         details["model_size"] = built.size()
         if not solution.result.status.has_solution:
             return Solved(combine(results), None, ["precision", "failed"] if failed else ["precision"], details)

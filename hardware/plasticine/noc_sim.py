@@ -52,6 +52,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from solvermap.formulations.problems.routing import children, sink_depths
 from solvermap.hardware.plasticine.dataflow_sim import SimGraph
 
 Node = tuple[int, int]
@@ -192,26 +193,6 @@ def _scaled(graph: SimGraph, window: int) -> tuple[dict[str, int], float]:
     return {u.name: max(1, math.ceil(u.firings * f)) for u in graph.units}, f
 
 
-def _children(tree: tuple[Link, ...]) -> dict[Node, list[Node]]:
-    out: dict[Node, list[Node]] = {}
-    for a, b in sorted(tree):
-        out.setdefault(a, []).append(b)
-    return out
-
-
-def _depths(tree: tuple[Link, ...], source: Node) -> dict[Node, int]:
-    kids = _children(tree)
-    depth = {source: 0}
-    queue = deque([source])
-    while queue:
-        a = queue.popleft()
-        for b in kids.get(a, []):
-            if b not in depth:
-                depth[b] = depth[a] + 1
-                queue.append(b)
-    return depth
-
-
 def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[str, RoutedValue],
              config: NocConfig = NocConfig(), *, ii: Mapping[str, int] | None = None, window: int = 2048,
              max_cycles: int = 2_000_000) -> NocResult:
@@ -252,7 +233,7 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
             ch.net, ch.delay = "ideal", 0  # off-array (host) links
             ch.cap = math.inf
         else:
-            hops = _depths(route.tree, route.source).get(b)
+            hops = sink_depths(sorted(route.tree), route.source).get(b)
             if hops is None:
                 raise ValueError(f"value {c.name!r}: the tree does not reach node {b}")
             if route.network == "static":
@@ -292,9 +273,9 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
     for p, route in enumerate(paths):
         bits = config.vector_bits if route.kind == "vector" else config.scalar_bits
         flits_of.append(max(1, math.ceil(bits / config.flit_bits)))
-        kids = _children(route.tree)
+        kids = children(sorted(route.tree))
         parent = {b: a for a, b in route.tree}
-        for node in _depths(route.tree, route.source):
+        for node in sink_depths(sorted(route.tree), route.source):
             outs: list = list(kids.get(node, []))
             if (p, node) in eject_chans:
                 outs.append("eject")
