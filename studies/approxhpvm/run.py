@@ -34,7 +34,8 @@ Timing numbers come from a shared 2-core machine and are noisy.
 
     nice .venv/bin/python studies/approxhpvm/run.py [--quick] [--networks lenet,dnn1] [--no-optuna]
         →  results/approxhpvm.csv, results/optuna.csv, results/approxhpvm.png, results/summary.md
-    .venv/bin/python studies/approxhpvm/run.py --merge DIR_A DIR_B   (CSVs of parallel runs → --out, replotted)
+    .venv/bin/python studies/approxhpvm/run.py --merge DIR_A DIR_B   (CSVs of parallel runs → --out, replotted;
+                                                                      a later DIR's network replaces an earlier's)
 """
 
 from __future__ import annotations
@@ -432,10 +433,12 @@ def main() -> None:
         merged = {}
         for fname in ("approxhpvm.csv", "optuna.csv"):
             data = []
-            for d in args.merge:
+            for d in args.merge:  # a later directory replaces an earlier one's rows of the same network
                 if (Path(d) / fname).exists():
                     with open(Path(d) / fname, newline="") as fh:
-                        data += [_typed(r) for r in csv.DictReader(fh)]
+                        rows = [_typed(r) for r in csv.DictReader(fh)]
+                    nets = {r["network"] for r in rows}
+                    data = [r for r in data if r["network"] not in nets] + rows
             order = {n: i for i, n in enumerate(NETWORKS)}
             data.sort(key=lambda r: (order.get(r["network"], len(order)), r["loss_limit"], r.get("rank", "")))
             write_csv(out / fname, data)
