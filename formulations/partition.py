@@ -389,10 +389,10 @@ def _canonical(problem: PartitionProblem, hint: PartitionDecision, order: list[s
 
 def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           min_bins: int | None = None, window: int | None = None, slots: int | None = None,
-          max_retiming: int | None = None) -> PartitionModel:
+          max_retiming: int | None = None, min_retiming: int = 0) -> PartitionModel:
     """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
     ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
-    bound is then not a global bound); ``max_retiming`` caps the retiming bins (0: the zero-retiming model,
+    bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0: the zero-retiming model,
     without retiming variables: every skew within the buffer)."""
     m = ModelBuilder(f"partition:{problem.name}")
     order = _item_order(problem)
@@ -578,6 +578,8 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
         terms.append(problem.weights.retiming * linear_sum(retime_cost))
     if retime_cost and max_retiming is not None:
         m.add(linear_sum(retime_cost) <= max_retiming, "retiming", "at most the retiming that still improves")
+    if retime_cost and min_retiming > 0:
+        m.add(linear_sum(retime_cost) >= min_retiming, "retiming", "at least the retiming every solution needs")
     if traffic:
         tr = {g.key: g.traffic for g in groups}
         terms.append(problem.weights.traffic * linear_sum(tr[key] * var for (key, _), var in y.items()))
@@ -1198,10 +1200,12 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     # more than k retiming bins costs ≥ P + w_ret (k + 1): the cap k_max = ⌈(incumbent − P) / w_ret⌉ − 1 loses
     # nothing. Cap 0 (no retiming variables, no big-M: every skew within the buffers) runs first: a
     # solution with at most k retiming bins costs ≥ the capped model's bound, so after cap k
-    # min(bound_k, P + w_ret (k + 1)) is a joint lower bound — often the incumbent's value.
+    # min(bound_k, P + w_ret (k + 1)) is a joint lower bound — often the incumbent's value; an infeasible
+    # cap k adds Σ r ≥ k + 1 to the next model (the slot space only shrinks as the incumbent improves).
     base, w_ret = lower, problem.weights.retiming
     bins_floor = min_bins if a.result.status == Status.OPTIMAL else None
     messages, results, last = ["two-phase: no-retiming optimum"], [a.result], None
+    least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
     for step in range(len(RETIMING_CAPS) + 1):
         cap_max = math.ceil((value - base) / w_ret - 1e-9) - 1
         if cap_max < 0:
@@ -1209,7 +1213,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
         cap = min(RETIMING_CAPS[step], cap_max) if step < len(RETIMING_CAPS) else cap_max
         final_step = cap == cap_max
         capped = _solve_slots(problem, _left(config, clock, 1.0 if final_step else 0.5), best, "ours",
-                              explain and final_step, min_bins=bins_floor, max_retiming=cap)
+                              explain and final_step, min_bins=bins_floor, max_retiming=cap,
+                              min_retiming=least_retiming)
         clock.charge(_spent(capped))
         results.append(capped.result)
         last = capped
@@ -1222,6 +1227,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
             best, value = capped.decision, objective(problem, capped.decision)
         capped_bound = math.inf if capped.result.status == Status.INFEASIBLE else (
             capped.result.bound if capped.result.bound is not None else base)
+        if capped.result.status == Status.INFEASIBLE:
+            least_retiming = cap + 1
         lower = max(lower, min(capped_bound, base + w_ret * (cap + 1)))
         if value <= lower + 1e-9 or final_step:
             break
@@ -1311,10 +1318,12 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 
 
 def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
-                 explain: bool, *, min_bins: int | None = None, max_retiming: int | None = None) -> Solved[PartitionDecision]:
+                 explain: bool, *, min_bins: int | None = None, max_retiming: int | None = None,
+                 min_retiming: int = 0) -> Solved[PartitionDecision]:
     window = _window(problem, hint) if variant == "ours" else None
     if variant == "ours":
-        built = build(problem, config, hint, min_bins=min_bins, window=window, max_retiming=max_retiming)
+        built = build(problem, config, hint, min_bins=min_bins, window=window, max_retiming=max_retiming,
+                      min_retiming=min_retiming)
     else:
         built = build_table42(problem, config, hint)
     solution = solve_milp(built.builder, config)
