@@ -311,8 +311,10 @@ def fail_stale(study: Any, settings: StorageSettings) -> list[int]:
         dead = (owner.get("host") == me and isinstance(pid, int) and pid > 0 and pid != os.getpid()
                 and not _pid_alive(pid))
         beat = trial.system_attrs.get(HEARTBEAT_ATTR)
-        if beat is None and not optuna_heartbeat(storage) and trial.datetime_start is not None:
-            beat = trial.datetime_start.timestamp()  # died between ask and its first beat
+        if beat is None and trial.datetime_start is not None and (not optuna_heartbeat(storage) or not owner):
+            # died between ask and its first beat; with Optuna's RDB heartbeat, before claiming the trial
+            # (Optuna's rule only sees trials with a heartbeat row, so such a trial would run forever)
+            beat = trial.datetime_start.timestamp()
         silent = beat is not None and now - float(beat) > settings.grace
         if not (dead or silent):
             continue

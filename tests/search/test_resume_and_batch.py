@@ -201,6 +201,20 @@ def test_postgres_heartbeat_fails_and_requeues_a_silent_trial(postgres):
     assert study.get_trials()[1].params == trial.params
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+def test_postgres_trial_of_a_worker_killed_before_its_first_beat_is_requeued(postgres):
+    """A worker killed between ask and claim leaves a RUNNING trial with no owner and no heartbeat row:
+    Optuna's heartbeat rule never sees it, so the start time counts as its last beat."""
+    settings = StorageSettings(heartbeat_s=1, grace_s=1, max_retry=1)
+    study = optuna.create_study(storage=open_storage(postgres, settings), study_name="unclaimed")
+    trial = study.ask()
+    trial.suggest_int("x", 0, 9)
+    time.sleep(1.6)  # > grace_s
+    fail_stale(study, settings)
+    assert [t.state.name for t in study.get_trials()] == ["FAIL", "WAITING"]
+    assert study.get_trials()[1].params == trial.params
+
+
 # ------------------------------------------------------------------------------- batch
 
 
