@@ -238,8 +238,11 @@ def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallow
     import sys
     import time
 
+    # SIG_DFL in the child: a test run started in the background (``cmd &``) inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler at all
     child = subprocess.Popen([sys.executable, "-c", _SOLVE_FOREVER, backend], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "ready"
         time.sleep(1.5)  # many solves have run by now

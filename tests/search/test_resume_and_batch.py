@@ -56,7 +56,9 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
     url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
     if storage:
         command += ["--storage", storage]
-    child = subprocess.Popen(command, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # SIG_DFL in the child: a test run started in the background (``cmd &``) inherits SIGINT ignored
+    child = subprocess.Popen(command, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
