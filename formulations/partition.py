@@ -56,6 +56,11 @@ Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) a
           certified). The slot model then runs with the proven bin count.
 Warm start the best baseline, renumbered into canonical slot order, hints every variable.
 Decomposition clusters solve independently when no bin type has a finite count.
+Chunks    an acyclic cluster of more than CHUNK_ITEMS items is cut into consecutive groups of the warm
+          start's bins (about CHUNK_SIZE items, in the order of its schedule), solved one after another with
+          the slot model; with retiming, the delays of values read from earlier chunks are fixed
+          (``Retiming.fixed_sources``: e[g] fixed), so each chunk pays exactly the retiming of the links
+          into it. Kept only when better than the warm start; only the combinatorial bound is global.
 Large     above 250,000 item × slot pairs each item is restricted to slots within a window of its warm-start
           slot (a large-neighbourhood search); only the combinatorial lower bound is then reported.
 Budget    ``time_limit_s`` is split between phases, models, cut rounds and clusters by a
@@ -609,7 +614,11 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups) -> l
         return (g.key[0], g.key[1], cluster[d])
 
     ext_keys = sorted({k for g in groups for d in g.forward_consumers if (k := ext_key(g, d)) is not None})
-    horizon = L * (S + len(ext_keys))  # per cluster, gaps between consecutive delays never need to exceed L
+    fixed = {k: v for k, v in problem.retiming.fixed_sources if k in set(ext_keys)}
+    base = min(fixed.values(), default=0)  # fixed delays keep their differences, shifted to start at 0
+    spread = max(fixed.values(), default=0) - base
+    # per cluster, gaps between consecutive delays never need to exceed L (beyond the fixed sources' spread)
+    horizon = spread + L * (S + len(ext_keys))
     big = horizon + L + depth
     sorted_delays = len(set(cluster.values())) == 1  # one schedule: slots can be sorted by delay
     t = {b: m.integer(0, horizon, f"t[{b}]") for b in range(S)}
@@ -630,7 +639,8 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups) -> l
             elif (n, b) in x:
                 m.add(s[n] >= t[b] - big * (1 - x[n, b]), "delay-consistency", f"{n}>={b}")
                 m.add(s[n] <= t[b] + big * (1 - x[n, b]), "delay-consistency", f"{n}<={b}")
-    e = {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in ext_keys}
+    e = {k: m.integer(fixed[k] - base, fixed[k] - base, f"e[{k[0]}.{k[1]}@{k[2]}]") if k in fixed
+         else m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in ext_keys}
     retime = []
     r: dict[tuple[tuple[str, str], int], Any] = {}
     for g in groups:
@@ -1094,11 +1104,17 @@ def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
 
 
 def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
-               explain: bool) -> Solved[PartitionDecision]:
+               explain: bool, *, use_columns: bool = True) -> Solved[PartitionDecision]:
+    if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > CHUNK_ITEMS \
+            and len(problem.clusters()) == 1 and all(t.count is None for t in problem.bin_types):
+        chunks = _chunks(problem, hint)
+        if chunks is not None:
+            return _solve_chunked(problem, config, hint, chunks, explain)
     # the enumeration is bounded by COLUMN_NODES (deterministic); the wall clock only backs it up
     wall = config.wall_limit()
     deadline = time.perf_counter() + wall if wall is not None else None
-    columns = (lambda: convex_bins(problem, deadline=deadline)) if variant == "ours" and problem.acyclic else None
+    columns = (lambda: convex_bins(problem, deadline=deadline)) \
+        if variant == "ours" and problem.acyclic and use_columns else None
     if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
         return _solve_two_phase(problem, config, hint, explain, columns)
     return _solve_model(problem, config, hint, variant, explain, columns=columns)
@@ -1445,9 +1461,133 @@ def _restrict(decision: PartitionDecision | None, names: list[str], clusters: se
     )
 
 
+CHUNK_ITEMS = 150  # an acyclic cluster with more items than this is solved in consecutive chunks ...
+CHUNK_SIZE = 60  # ... of about this many items (whole bins of the warm start)
+
+
+def _chunks(problem: PartitionProblem, hint: PartitionDecision) -> list[list[str]] | None:
+    """The warm start's bins in a topological order of its quotient graph, cut into consecutive groups
+    of about CHUNK_SIZE items; every order link runs from a group to the same or a later one."""
+    bins = sorted(set(hint.assignment.values()))
+    succ: dict[int, set[int]] = {b: set() for b in bins}
+    for s, d in problem.order_links():
+        p, q = hint.assignment[s], hint.assignment[d]
+        if p != q:
+            succ[p].add(q)
+    try:
+        topo = {b: k for k, b in enumerate(_topo(bins, {b: sorted(v) for b, v in succ.items()}))}
+    except ValueError:
+        return None
+    # by the warm start's delay (its schedule is a topological order), so a chunk holds bins that run
+    # together and the values it reads from earlier chunks are recent
+    order = sorted(bins, key=lambda b: (hint.delays.get(b, 0), topo[b]))
+    members: dict[int, list[str]] = {b: [] for b in bins}
+    for n in problem.topological_items():
+        members[hint.assignment[n]].append(n)
+    groups: list[list[str]] = [[]]
+    for b in order:
+        if groups[-1] and len(groups[-1]) + len(members[b]) > CHUNK_SIZE:
+            groups.append([])
+        groups[-1].extend(members[b])
+    return groups if len(groups) > 1 else None
+
+
+def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision,
+                   chunks: list[list[str]], explain: bool) -> Solved[PartitionDecision]:
+    """A large acyclic cluster, chunk by chunk (:func:`_chunks`), each chunk solved as its own problem:
+    links to other chunks are external, so its capacity and arity rows are those of the whole; chunks
+    follow a topological order, so the joined quotient graph is acyclic. With retiming, the delays of the
+    values a chunk reads from earlier chunks (and of external values an earlier chunk already scheduled)
+    are fixed (``Retiming.fixed_sources``), so each chunk pays exactly the retiming of the links into it
+    and the chunks' objectives add up to the joined one. The join is kept only when it beats the warm
+    start. Only the combinatorial lower bound is global: the result is optimal only when it meets it."""
+    clock = WorkClock(config)
+    assignment: dict[str, int] = {}
+    types: dict[int, str] = {}
+    delays: dict[int, int] = {}
+    sources: dict[tuple[str, str, str], int] = {}  # external values of the whole problem
+    known: dict[tuple[str, str, str], int] = {}  # every value's delay so far (items' values: their bin's)
+    results: list[SolveResult] = []
+    parts = []
+    clusters = {i.cluster for i in problem.items}
+    cluster = {i.name: i.cluster for i in problem.items}
+    left_items = len(problem.items)
+    for k, names in enumerate(chunks):
+        inside = set(names)
+        sub = problem.subproblem(names, f"{problem.name}[chunk {k}]")
+        local_hint = _restrict(hint, names, clusters)
+        base = 0
+        if problem.retiming is not None:
+            reads = {(l.src, l.src_port, cluster[l.dst]) for l in sub.links
+                     if l.forward and not l.order_only and l.dst in inside and l.src not in inside}
+            fixed = {key: known[key] for key in reads if key in known}
+            base = min(fixed.values(), default=0)
+            retiming = dataclasses.replace(problem.retiming,
+                                           fixed_sources=tuple(sorted((key, t - base) for key, t in fixed.items())))
+            sub = dataclasses.replace(sub, retiming=retiming)
+            local_hint = complete(sub, local_hint.assignment, local_hint.bin_types)  # on the fixed delays
+        # the slot model only: a chunk's budget is short, and its proof would not make the join optimal
+        solved = _solve_one(sub, _left(config, clock, len(names) / left_items), local_hint, "ours", False,
+                            use_columns=False)
+        clock.charge(_spent(solved))
+        left_items -= len(names)
+        results.append(solved.result)
+        chosen = solved.decision
+        if chosen is None or objective(sub, chosen) > objective(sub, local_hint):
+            chosen = local_hint
+        if problem.retiming is not None:  # the solver's delays are arbitrary where they cost nothing
+            compact = complete(sub, chosen.assignment, chosen.bin_types)
+            if objective(sub, compact) <= objective(sub, chosen):
+                chosen = compact
+        offset = len(types)
+        renumber = {b: offset + j for j, b in enumerate(sorted(set(chosen.assignment.values())))}
+        assignment.update({n: renumber[b] for n, b in chosen.assignment.items()})
+        types.update({renumber[b]: chosen.bin_types[b] for b in renumber})
+        if problem.retiming is not None:
+            fixed_local = dict(sub.retiming.fixed_sources)
+            drift = next((chosen.source_delays[key] - t for key, t in fixed_local.items()
+                          if key in chosen.source_delays), 0)
+            shift = base - drift  # this chunk's delays on the whole problem's clock
+            for b, t in chosen.delays.items():
+                if b in renumber:
+                    delays[renumber[b]] = t + shift
+            for n in names:
+                for port in {l.src_port for l in sub.links if l.src == n}:
+                    known[n, port, cluster[n]] = delays[assignment[n]]
+        parts.append({"chunk": k, "items": len(names), "status": str(solved.result.status),
+                      "objective": objective(sub, chosen), "bound": solved.result.bound,
+                      "warm_start": objective(sub, local_hint)})
+    if problem.retiming is not None:
+        # a value from outside the problem starts as late as its first reader allows (fewest retiming bins)
+        for p, q, _ in cross_arcs(problem, assignment):
+            if isinstance(p, tuple):
+                start = delays[q] - problem.retiming.hop_latency
+                sources[p[1]] = min(sources.get(p[1], start), start)
+        joined = PartitionDecision(assignment, types, delays, sources,
+                                   required_retiming(problem, assignment, delays, sources))
+    else:
+        joined = PartitionDecision(assignment, types)
+    candidates = [joined]
+    if problem.retiming is not None:
+        candidates.append(complete(problem, assignment, types))  # rescheduled as a whole
+    best = min([hint] + candidates, key=lambda d: objective(problem, d))
+    value = objective(problem, best)
+    lb = lower_bound(problem)
+    bound = min(problem.weights.bins * lb.cost, value)
+    status = Status.OPTIMAL if value <= bound + 1e-9 else Status.FEASIBLE
+    final = SolveResult(status, value, bound, relative_gap(value, bound), backend=results[-1].backend,
+                        solver_version=results[-1].solver_version,
+                        limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
+                        message=f"{len(chunks)} chunks of about {CHUNK_SIZE} items solved in turn")
+    details = {"variant": "ours", "chunks": parts, "work": clock.elapsed(),
+               "lower_bound": {"bins": lb.bins, "reason": lb.reason}}
+    return Solved(combine(results, final), best, [], details)
+
+
 def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           variant: str = "ours", explain: bool = True) -> Solved[PartitionDecision]:
-    """Solve ``problem``; clusters are solved one by one when no bin type has a finite count."""
+    """Solve ``problem``; clusters are solved one by one when no bin type has a finite count, and an
+    acyclic cluster of more than CHUNK_ITEMS items in chunks (:func:`_solve_chunked`)."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     clusters = problem.clusters()

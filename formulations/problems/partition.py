@@ -105,6 +105,9 @@ class Link:
 class Retiming:
     hop_latency: int  # L: cycles from a bin's firing to its consumer's input (pipeline + network)
     buffer_depth: int  # b_d: input buffer depth of a bin
+    # delays of external values fixed from outside, ((source, port, cluster), delay) pairs: a part of a
+    # larger problem whose earlier parts are already scheduled (see formulations.partition._solve_chunked)
+    fixed_sources: tuple[tuple[SourceKey, int], ...] = ()
 
     def required(self, skew: int) -> int:
         """Retiming bins needed for a link whose value waits ``skew`` cycles."""
@@ -436,21 +439,22 @@ def schedule(problem: PartitionProblem, assignment: Mapping[str, int]) -> tuple[
         if p != q and clusters[s] == clusters[d]:
             succ[p].setdefault(q, 0)
     order = _topo(nodes, {n: list(v) for n, v in succ.items()})
-    asap = dict.fromkeys(nodes, 0)
+    fixed = {("ext", key): t for key, t in problem.retiming.fixed_sources}
+    asap = {n: fixed.get(n, 0) for n in nodes}
     for n in order:
         for q, gap in succ[n].items():
             asap[q] = max(asap[q], asap[n] + gap)
     alap = dict(asap)
     for n in reversed(order):
-        if succ[n]:
+        if succ[n] and n not in fixed:
             alap[n] = min(alap[q] - gap for q, gap in succ[n].items())
     best = None
     for times in (asap, alap):
         times = dict(times)
         for n in nodes:  # external sources always as late as their first consumer allows
-            if isinstance(n, tuple) and succ[n]:
+            if isinstance(n, tuple) and succ[n] and n not in fixed:
                 times[n] = min(times[q] - gap for q, gap in succ[n].items())
-        shift = -min(times.values(), default=0)
+        shift = -min(times.values(), default=0)  # (fixed sources keep their differences)
         delays = {b: times[b] + shift for b in nodes if not isinstance(b, tuple)}
         sources = {n[1]: times[n] + shift for n in nodes if isinstance(n, tuple)}
         cost = sum(required_retiming(problem, assignment, delays, sources).values())

@@ -1,0 +1,73 @@
+"""Large clusters are solved chunk by chunk, with the delays of earlier chunks' values held fixed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from solvermap.formulations import partition as formulation
+from solvermap.formulations.problems.partition import (
+    BinType,
+    Item,
+    Link,
+    PartitionProblem,
+    Retiming,
+    complete,
+    objective,
+)
+from solvermap.formulations.solver import SolverConfig, Status, available_backends
+from solvermap.hardware.checks.partition import check
+
+from . import instances
+
+BACKENDS = [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]
+
+
+def two_readers(fixed: tuple = ()) -> PartitionProblem:
+    """a reads x, b reads y and a; both fit one bin. With x and y free: one bin, no retiming. With y's
+    value fixed 20 cycles after x's (L = 1, b_d = 4), 20 cycles of skew must be absorbed somewhere:
+    one bin + 4 retiming bins (x waits 20), or two bins + 3 (19 split over x→a and a→b): 5 either way."""
+    items = (Item("a", {"stages": 1}), Item("b", {"stages": 1}))
+    links = (Link("x", "a", kind="scalar"), Link("y", "b", kind="scalar"), Link("a", "b", kind="scalar"),
+             Link("b", "out", kind="scalar"))
+    pcu = BinType("pcu", {"stages": 2}, inputs={"scalar": 3}, outputs={"scalar": 2})
+    return PartitionProblem(items, (pcu,), links, acyclic=True, retiming=Retiming(1, 4, fixed), name="two-readers")
+
+
+FIXED = ((("x", "out", ""), 0), (("y", "out", ""), 20))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fixed_source_delays_cost_the_retiming_they_force(backend):
+    free = formulation.solve(two_readers(), SolverConfig(backend=backend, time_limit_s=10))
+    assert free.result.status == Status.OPTIMAL and free.result.objective == pytest.approx(1)
+    problem = two_readers(FIXED)
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10))
+    assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(5)
+    assert check(problem, solved.decision).ok, check(problem, solved.decision).violations
+    sources = solved.decision.source_delays
+    assert sources["y", "out", ""] - sources["x", "out", ""] == 20
+
+
+def test_the_schedule_keeps_fixed_source_delays_apart():
+    problem = two_readers(FIXED)
+    decision = complete(problem, {"a": 0, "b": 0}, {0: "pcu"})
+    assert decision.source_delays["y", "out", ""] - decision.source_delays["x", "out", ""] == 20
+    assert decision.retiming_bins == 4 and check(problem, decision).ok
+
+
+def test_a_large_cluster_is_solved_in_chunks_no_worse_than_its_warm_start(monkeypatch):
+    monkeypatch.setattr(formulation, "CHUNK_ITEMS", 30)
+    monkeypatch.setattr(formulation, "CHUNK_SIZE", 12)
+    problem = instances.random_dag(7, n=40, retiming=Retiming(3, 4))
+    problem = dataclasses.replace(problem, bin_types=(BinType("pcu", {"stages": 6}, inputs={"vector": 4, "scalar": 4},
+                                                              outputs={"vector": 2, "scalar": 2}),))
+    singletons = complete(problem, {n: k for k, n in enumerate(problem.topological_items())},
+                          {k: "pcu" for k in range(len(problem.items))})
+    solved = formulation.solve(problem, SolverConfig(time_limit_s=10), singletons)
+    assert len(solved.details["chunks"]) > 2
+    assert check(problem, solved.decision).ok, check(problem, solved.decision).violations
+    assert objective(problem, solved.decision) < objective(problem, singletons)
+    assert solved.result.objective == pytest.approx(objective(problem, solved.decision))
+    assert solved.result.bound == pytest.approx(formulation.lower_bound(problem).cost)
