@@ -1,14 +1,15 @@
 """CP-SAT and a MILP backend (SCIP) agree on the optimal partition of the apps at their default factor.
 
-Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget.
-Left out of the joint comparison, with the reason (measured on this shared 2-core machine, see
+Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget;
+kmeans is the slowest (SCIP proves 40 in 70–120 s on this shared 2-core machine, in the "distance"
+actor's joint phase). Left out of the joint comparison, with the reason (see
 ``bench/sara_partition_bench.py`` and ``studies/sara_partition``): blackscholes — CP-SAT proves 16
-(14 partitions + 2 retiming) in 32–41 s, longer than a test may run, and SCIP does not prove phase A (14)
-within minutes; kmeans — SCIP/HiGHS reach CP-SAT's proven 40 only after 70–130 s; lattice — CP-SAT proves
-the joint optimum, 18, only in about 65 s. For lattice the tests below compare the backends on the partition
-without retiming (phase A, whose optimum is a certified lower bound of the joint objective), and check
-that SCIP's proven joint optimum (about 12 s: its phase-A partition needs no retiming) meets CP-SAT's
-certified bound.
+(14 partitions + 2 retiming) in 32–41 s, and neither SCIP nor HiGHS proves even phase A (14) within its
+budget (HiGHS: 240 s for phase A alone, most of it in column-model cut rounds whose covers stay cyclic);
+lattice — CP-SAT proves the joint optimum, 18, only in about 65 s. For lattice the tests below compare the
+backends on the partition without retiming (phase A, whose optimum is a certified lower bound of the
+joint objective), and check that SCIP's proven joint optimum (about 12 s: its phase-A partition needs no
+retiming) meets CP-SAT's certified bound.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
 from solvermap.mappers.plasticine import decomposition, lowering, traversal
 
-AGREE = ["dotproduct", "outerproduct", "tpchq6", "gda", "gemm", "logreg", "sgd", "lstm", "gru", "lenet"]
+AGREE = ["dotproduct", "outerproduct", "tpchq6", "gda", "gemm", "kmeans", "logreg", "sgd", "lstm", "gru", "lenet"]
 NO_RETIMING = ["lattice"]
 
 
@@ -51,7 +52,7 @@ def optimum(app: str, backend: str, retiming: bool = True) -> float:
     return solved.result.objective
 
 
-@pytest.mark.parametrize("app", AGREE)
+@pytest.mark.parametrize("app", [pytest.param(a, marks=pytest.mark.slow) if a == "kmeans" else a for a in AGREE])
 def test_cpsat_and_scip_agree_on_the_optimal_partition(app):
     assert optimum(app, "cpsat") == pytest.approx(optimum(app, "scip"))
 
