@@ -139,10 +139,16 @@ def main() -> None:
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--default-only", action="store_true", help="only the default factor of each app")
     parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--update", action="store_true",
+                        help="replace only these apps' rows in OUT/study.csv (the others are kept) and redraw")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    kept = None
+    if args.update and (out / "study.csv").exists():
+        kept = pd.read_csv(out / "study.csv")
+        kept = kept[~kept["app"].isin(args.apps.split(","))]
     for app in args.apps.split(","):
         factors = [p for p in FACTORS[app] if is_default(app, p)] if args.default_only else FACTORS[app]
         for par in factors:
@@ -153,8 +159,12 @@ def main() -> None:
             rows.append(row)
             print({k: row.get(k) for k in ("app", "par", "best_heuristic_objective", "solver_objective", "lower_bound",
                                             "solver_status", "solve_seconds", "pbs_used", "cycles", "error")}, flush=True)
-            pd.DataFrame(rows).to_csv(out / "study.csv", index=False)
+            if kept is None:
+                pd.DataFrame(rows).to_csv(out / "study.csv", index=False)
     df = pd.DataFrame(rows)
+    if kept is not None:  # the study's app order
+        df = pd.concat([kept, df], ignore_index=True)
+        df = df.iloc[sorted(range(len(df)), key=lambda k: (APPS.index(df["app"].iloc[k]), df["par"].iloc[k]))]
     df.to_csv(out / "study.csv", index=False)
     if "solver_objective" in df:
         figure(df.dropna(subset=["solver_objective"]), out / "study.png")
