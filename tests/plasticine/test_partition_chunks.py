@@ -57,10 +57,11 @@ def test_the_schedule_keeps_fixed_source_delays_apart():
     assert decision.retiming_bins == 4 and check(problem, decision).ok
 
 
-def test_a_large_cluster_is_solved_in_chunks_no_worse_than_its_warm_start(monkeypatch):
+@pytest.mark.parametrize("retiming", [Retiming(3, 4), None], ids=["retiming", "no-retiming"])
+def test_a_large_cluster_is_solved_in_chunks_no_worse_than_its_warm_start(monkeypatch, retiming):
     monkeypatch.setattr(formulation, "CHUNK_ITEMS", 30)
     monkeypatch.setattr(formulation, "CHUNK_SIZE", 12)
-    problem = instances.random_dag(7, n=40, retiming=Retiming(3, 4))
+    problem = instances.random_dag(7, n=40, retiming=retiming)
     problem = dataclasses.replace(problem, bin_types=(BinType("pcu", {"stages": 6}, inputs={"vector": 4, "scalar": 4},
                                                               outputs={"vector": 2, "scalar": 2}),))
     singletons = complete(problem, {n: k for k, n in enumerate(problem.topological_items())},
