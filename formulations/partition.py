@@ -1497,10 +1497,13 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
     """A large acyclic cluster, chunk by chunk (:func:`_chunks`), each chunk solved as its own problem:
     links to other chunks are external, so its capacity and arity rows are those of the whole; chunks
     follow a topological order, so the joined quotient graph is acyclic. With retiming, the delays of the
-    values a chunk reads from earlier chunks (and of external values an earlier chunk already scheduled)
-    are fixed (``Retiming.fixed_sources``), so each chunk pays exactly the retiming of the links into it
-    and the chunks' objectives add up to the joined one. The join is kept only when it beats the warm
-    start. Only the combinatorial lower bound is global: the result is optimal only when it meets it."""
+    values a chunk reads from earlier chunks are fixed (``Retiming.fixed_sources``), so each chunk pays
+    exactly the retiming of the links into it; values from outside the actor get one delay at the end
+    (as late as their first reader allows), so when several chunks read one such value the join may need
+    more retiming than its chunks counted. Candidates: the join on the chunks' delays (when every
+    precedence holds, :func:`_schedule_holds`) and the join rescheduled as a whole; the best is kept only
+    when it beats the warm start. Only the combinatorial lower bound is global: the result is optimal
+    only when it meets it."""
     clock = WorkClock(config)
     assignment: dict[str, int] = {}
     types: dict[int, str] = {}
@@ -1567,7 +1570,9 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
                                    required_retiming(problem, assignment, delays, sources))
     else:
         joined = PartitionDecision(assignment, types)
-    candidates = [joined]
+    # an order-only link between chunks carries no value, so no chunk fixed a delay for it: the chunks'
+    # own delays are kept only when every precedence holds (the whole-actor reschedule always does)
+    candidates = [joined] if quotient_acyclic(problem, assignment) and _schedule_holds(problem, joined) else []
     if problem.retiming is not None:
         candidates.append(complete(problem, assignment, types))  # rescheduled as a whole
     best = min([hint] + candidates, key=lambda d: objective(problem, d))
@@ -1582,6 +1587,21 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
     details = {"variant": "ours", "chunks": parts, "work": clock.elapsed(),
                "lower_bound": {"bins": lb.bins, "reason": lb.reason}}
     return Solved(combine(results, final), best, [], details)
+
+
+def _schedule_holds(problem: PartitionProblem, decision: PartitionDecision) -> bool:
+    """Every cross-bin value arrives before its bin starts (L later) and every order-only link between
+    bins of one cluster keeps its order; trivially true without retiming (no schedule)."""
+    if problem.retiming is None:
+        return True
+    lat, assign, delays = problem.retiming.hop_latency, decision.assignment, decision.delays
+    for p, q, _ in cross_arcs(problem, assign):
+        start = decision.source_delays.get(p[1]) if isinstance(p, tuple) else delays.get(p)
+        if start is None or q not in delays or delays[q] < start + lat:
+            return False
+    cluster = {i.name: i.cluster for i in problem.items}
+    return all(delays[assign[d]] >= delays[assign[s]] for s, d in problem.order_links()
+               if assign[s] != assign[d] and cluster[s] == cluster[d])
 
 
 def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
