@@ -17,6 +17,7 @@ a time limit and an unfinished one is reported with its status, bound and gap.
 from __future__ import annotations
 
 import argparse
+import sys
 import random
 import time
 from pathlib import Path
@@ -206,6 +207,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,100,200,500,1000,2000,5000")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
+    unknown = [a for a in args.apps.split(",") if a not in APPS]
+    if unknown:
+        print(f"{Path(__file__).name}: --apps: unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}",
+              file=sys.stderr)
+        sys.exit(2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     opt = scale = None

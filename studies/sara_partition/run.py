@@ -18,6 +18,7 @@ machine (several engineers' jobs run at once): they are noisy, the statuses are 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -142,6 +143,11 @@ def main() -> None:
     parser.add_argument("--update", action="store_true",
                         help="replace only these apps' rows in OUT/study.csv (the others are kept) and redraw")
     args = parser.parse_args()
+    unknown = [a for a in args.apps.split(",") if a not in APPS]
+    if unknown:
+        print(f"{Path(__file__).name}: --apps: unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}",
+              file=sys.stderr)
+        sys.exit(2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
