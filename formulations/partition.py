@@ -45,7 +45,11 @@ Bounds    (certified, :func:`lower_bound`) Σ κ w ≥ LB = max of: resource bou
           type-exclusive bound Σ_τ ⌈demand of the items only τ can hold / C_τ⌉ (several types).
 Two phases (retiming problems) (A) the model without retiming: its optimum P* bins is a lower bound of
           the joint objective (retiming bins ≥ 0) and its solution, scheduled, a candidate — optimal when
-          it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started.
+          it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started: first uncapped on
+          a short share of the budget (JOINT_FIRST_SHARE; it proves most actors), then with the retiming
+          capped: Σ r ≤ 0 (the zero-retiming model: no r, no big-M, s[d] − s[src] ≤ L + b_d on every link),
+          then Σ r ≤ ⌈(incumbent − P*) / w_ret⌉ − 1 (more cannot beat the incumbent). After
+          cap k, min(bound of the capped model, P* + w_ret (k + 1)) is a certified joint lower bound.
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
           solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
           enumerated convex bins (x[c,τ] ∈ {0,1}, Σ_{c∋i} x = 1, min Σ κ x) is a relaxation; a cover
@@ -391,10 +395,11 @@ def _canonical(problem: PartitionProblem, hint: PartitionDecision, order: list[s
 
 def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           min_bins: int | None = None, window: int | None = None, slots: int | None = None,
-          max_retiming: int | None = None) -> PartitionModel:
+          max_retiming: int | None = None, min_retiming: int = 0) -> PartitionModel:
     """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
     ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
-    bound is then not a global bound)."""
+    bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0: the zero-retiming model,
+    without retiming variables: every skew within the buffer)."""
     m = ModelBuilder(f"partition:{problem.name}")
     order = _item_order(problem)
     types = list(problem.bin_types)
@@ -563,7 +568,7 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     model = PartitionModel(m, problem, order, S, types, x, w, bound=bound)
     retime_cost = []
     if problem.retiming is not None:
-        retime_cost = _retiming_block(m, model, dom, a, groups)
+        retime_cost = _retiming_block(m, model, dom, a, groups, zero=max_retiming == 0)
 
     # certified lower bound -----------------------------------------------------------------
     cost_expr = linear_sum(types[k].cost * w[b, k] for b in range(S) for k in range(len(types)))
@@ -579,6 +584,8 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
         terms.append(problem.weights.retiming * linear_sum(retime_cost))
     if retime_cost and max_retiming is not None:
         m.add(linear_sum(retime_cost) <= max_retiming, "retiming", "at most the retiming that still improves")
+    if retime_cost and min_retiming > 0:
+        m.add(linear_sum(retime_cost) >= min_retiming, "retiming", "at least the retiming every solution needs")
     if traffic:
         tr = {g.key: g.traffic for g in groups}
         terms.append(problem.weights.traffic * linear_sum(tr[key] * var for (key, _), var in y.items()))
@@ -602,7 +609,9 @@ def _expr(v: Any) -> Any:
     return linear_sum([v]) if not isinstance(v, int) else linear_sum([]) + v
 
 
-def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups) -> list[Any]:
+def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups, zero: bool = False) -> list[Any]:
+    """Delays, schedule and retiming rows; ``zero``: no retiming variables, every value's skew at most the
+    buffer depth instead (s[d] − s[src] ≤ L + b_d, which also holds inside a bin, so no big-M)."""
     problem, x, S = model.problem, model.x, model.slots
     L, depth = problem.retiming.hop_latency, problem.retiming.buffer_depth
     cluster = {i.name: i.cluster for i in problem.items}
@@ -659,6 +668,9 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups) -> l
                             rhs = x[d, b] - x[src, b] if (src, b) in x else x[d, b]
                             m.add(cross >= rhs, "schedule", f"cross {src}->{d},{b}")
                     m.add(s[d] >= s[src] + L * cross, "schedule", f"{src}->{d}")
+            if zero:
+                m.add(s[d] - start <= L + depth, "retiming", f"none {src}->{d}")
+                continue
             for b in dom[d]:
                 if (d, b) not in x:
                     continue
@@ -1153,12 +1165,17 @@ def _spent(solved: Solved[PartitionDecision]) -> float:
     return float(solved.details.get("work", 0.0))
 
 
+RETIMING_CAPS = (0,)  # retiming caps solved before the incumbent's cap (see _solve_two_phase)
+JOINT_FIRST_SHARE = 0.05  # share of phase B's budget for the uncapped joint model, before the caps
+
+
 def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None,
                      explain: bool, columns: Callable[[], list[Column] | None] | None = None) -> Solved[PartitionDecision]:
     """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
-    best candidate has no retiming it is optimal. Otherwise (B) the joint model runs with Σ bins ≥ P*
-    and the best candidate as warm start. The budget is split by a :class:`WorkClock` (:func:`_work`)."""
+    best candidate has no retiming it is optimal. Otherwise (B) joint models with Σ bins ≥ P* and the best
+    candidate as warm start: uncapped on a short share of the budget, then with the retiming capped at 0,
+    then at what can still beat the incumbent (see below). The budget is split by a :class:`WorkClock` (:func:`_work`)."""
     clock = WorkClock(config)
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
@@ -1197,24 +1214,68 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                             a.result.backend, a.result.solver_version, False,
                             "phase A optimum needs no retiming")
         return Solved(final, best, [], details)
-    b = _solve_model(problem, _left(config, clock), best, "ours", explain,
-                     min_bins=min_bins if a.result.status == Status.OPTIMAL else None, columns=columns)
-    clock.charge(_spent(b))
+    # (B) retiming-capped joint models. Phase A's bound P (bins cost) holds for every solution, so one with
+    # more than k retiming bins costs ≥ P + w_ret (k + 1): the cap k_max = ⌈(incumbent − P) / w_ret⌉ − 1 loses
+    # nothing. Cap 0 (no retiming variables, no big-M: every skew within the buffers) runs first: a
+    # solution with at most k retiming bins costs ≥ the capped model's bound, so after cap k
+    # min(bound_k, P + w_ret (k + 1)) is a joint lower bound — often the incumbent's value; an infeasible
+    # cap k adds Σ r ≥ k + 1 to the next model (the slot space only shrinks as the incumbent improves).
+    base, w_ret = lower, problem.weights.retiming
+    bins_floor = min_bins if a.result.status == Status.OPTIMAL else None
+    messages, results, last = ["two-phase: no-retiming optimum"], [a.result], None
+    least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
+    # the uncapped joint model first, on a share of the budget: most actors are proven here, and their
+    # partition does not depend on the caps below
+    joint = _solve_slots(problem, _left(config, clock, JOINT_FIRST_SHARE), best, "ours", explain,
+                         min_bins=bins_floor)
+    clock.charge(_spent(joint))
+    results.append(joint.result)
+    last = joint
+    details["phases"].append({"phase": "B (joint)", "status": str(joint.result.status),
+                              "objective": joint.result.objective, "bound": joint.result.bound,
+                              "solve_seconds": joint.result.solve_seconds})
+    messages.append("joint")
+    details.update({k: v for k, v in joint.details.items() if k in ("model_size", "slots", "lower_bound")})
+    if joint.decision is not None and objective(problem, joint.decision) < value - 1e-9:
+        best, value = joint.decision, objective(problem, joint.decision)
+    if joint.result.bound is not None:
+        lower = max(lower, joint.result.bound)
+    for step in range(len(RETIMING_CAPS) + 1):
+        if value <= lower + 1e-9:
+            break
+        cap_max = math.ceil((value - base) / w_ret - 1e-9) - 1
+        if cap_max < 0:
+            break
+        cap = min(RETIMING_CAPS[step], cap_max) if step < len(RETIMING_CAPS) else cap_max
+        final_step = cap == cap_max
+        capped = _solve_slots(problem, _left(config, clock, 1.0 if final_step else 0.5), best, "ours",
+                              explain and final_step, min_bins=bins_floor, max_retiming=cap,
+                              min_retiming=least_retiming)
+        clock.charge(_spent(capped))
+        results.append(capped.result)
+        last = capped
+        details["phases"].append({"phase": f"B (retiming <= {cap})", "status": str(capped.result.status),
+                                  "objective": capped.result.objective, "bound": capped.result.bound,
+                                  "solve_seconds": capped.result.solve_seconds})
+        messages.append(f"at most {cap} retiming")
+        details.update({k: v for k, v in capped.details.items() if k in ("model_size", "slots", "lower_bound")})
+        if capped.decision is not None and objective(problem, capped.decision) < value - 1e-9:
+            best, value = capped.decision, objective(problem, capped.decision)
+        capped_bound = math.inf if capped.result.status == Status.INFEASIBLE else (
+            capped.result.bound if capped.result.bound is not None else base)
+        if capped.result.status == Status.INFEASIBLE:
+            least_retiming = cap + 1
+        lower = max(lower, min(capped_bound, base + w_ret * (cap + 1)))
+        if value <= lower + 1e-9 or final_step:
+            break
     details["work"] = clock.elapsed()
-    details["phases"].append({"phase": "B", "status": str(b.result.status), "objective": b.result.objective,
-                              "bound": b.result.bound, "solve_seconds": b.result.solve_seconds})
-    details.update({k: v for k, v in b.details.items() if k in ("model_size", "slots", "lower_bound")})
-    decision = b.decision
-    if decision is None or objective(problem, decision) > value:
-        decision = best
-    final_value = objective(problem, decision)
-    bound = max(b.result.bound if b.result.bound is not None else 0.0, lower)
-    bound = min(bound, final_value)
-    status = Status.OPTIMAL if final_value <= bound + 1e-9 else Status.FEASIBLE
-    final = SolveResult(status, final_value, bound, relative_gap(final_value, bound),
-                        backend=b.result.backend, solver_version=b.result.solver_version,
-                        limit_reached=b.result.limit_reached, message="two-phase: no-retiming optimum, then joint")
-    return Solved(combine([a.result, b.result], final), decision, b.explanation, details)
+    lower = min(lower, value)
+    status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+    tail = last.result if last is not None else a.result
+    final = SolveResult(status, value, lower, relative_gap(value, lower), backend=tail.backend,
+                        solver_version=tail.solver_version,
+                        limit_reached=status != Status.OPTIMAL and tail.limit_reached, message=", then ".join(messages))
+    return Solved(combine(results, final), best, last.explanation if last is not None else [], details)
 
 
 QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model ...
@@ -1293,10 +1354,12 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 
 
 def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
-                 explain: bool, *, min_bins: int | None = None) -> Solved[PartitionDecision]:
+                 explain: bool, *, min_bins: int | None = None, max_retiming: int | None = None,
+                 min_retiming: int = 0) -> Solved[PartitionDecision]:
     window = _window(problem, hint) if variant == "ours" else None
     if variant == "ours":
-        built = build(problem, config, hint, min_bins=min_bins, window=window)
+        built = build(problem, config, hint, min_bins=min_bins, window=window, max_retiming=max_retiming,
+                      min_retiming=min_retiming)
     else:
         built = build_table42(problem, config, hint)
     solution = solve_milp(built.builder, config)

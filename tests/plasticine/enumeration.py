@@ -30,7 +30,8 @@ def set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
         yield [[first]] + part
 
 
-def optimum(problem: PartitionProblem) -> float | None:
+def optimum(problem: PartitionProblem, max_retiming: int | None = None) -> float | None:
+    """The enumerated optimum (None: infeasible); ``max_retiming`` caps the retiming bins."""
     best = None
     names = problem.item_names
     type_names = [t.name for t in problem.bin_types]
@@ -50,13 +51,13 @@ def optimum(problem: PartitionProblem) -> float | None:
                 continue
             if not _rules_ok_without_schedule(problem, plain):
                 continue
-            value = _best_schedule(problem, assignment, types, len(blocks), external)
+            value = _best_schedule(problem, assignment, types, len(blocks), external, max_retiming)
             if value is not None:
                 best = value if best is None or value < best else best
     return best
 
 
-def _best_schedule(problem, assignment, types, bins, external) -> float | None:
+def _best_schedule(problem, assignment, types, bins, external, max_retiming=None) -> float | None:
     """Best objective over every delay vector (bins, then external values) for a fixed assignment."""
     lat = problem.retiming.hop_latency
     arcs = set()
@@ -78,6 +79,8 @@ def _best_schedule(problem, assignment, types, bins, external) -> float | None:
             continue
         cost = sum(problem.retiming.required(delays[q] - delays[p] - lat) for p, q, _, _ in
                    {(p, q, s, port) for p, q, s, port in arcs})
+        if max_retiming is not None and cost > max_retiming:
+            continue
         if best_cost is None or cost < best_cost:
             best_cost, best_vector = cost, delays
     if best_vector is None:

@@ -167,3 +167,29 @@ def test_same_config_gives_the_same_partition_on_a_slower_clock(case, monkeypatc
     assert second.decision == first.decision
     assert second.result.objective == first.result.objective and second.result.bound == first.result.bound
     assert second.details["work"] == first.details["work"] <= config.time_limit_s + formulation.MIN_SOLVE_WORK + 1e-9
+
+
+ZERO_RETIMING_CASES = {
+    "retime-chain": instances.retiming_chain,  # the skip link always waits: no zero-retiming partition
+    "random-retime": CASES["random-retime"],  # likewise (buffer depth 0); the joint optimum is 4
+    "random-retime-depth1": lambda: instances.random_dag(9, n=4, retiming=Retiming(1, 1)),
+    "random7-retime": lambda: instances.random_dag(7, n=4, retiming=Retiming(1, 0)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(ZERO_RETIMING_CASES))
+def test_zero_retiming_model_reaches_the_enumerated_zero_retiming_optimum(case, backend):
+    """The retiming-capped model of phase B with cap 0 (no retiming variables, no big-M) is exact."""
+    problem = ZERO_RETIMING_CASES[case]()
+    expected = optimum(problem, max_retiming=0)
+    config = SolverConfig(backend=backend, time_limit_s=20)
+    built = formulation.build(problem, config, slots=len(problem.items), max_retiming=0)
+    solution = formulation.solve_milp(built.builder, config)
+    if expected is None:
+        assert solution.result.status == Status.INFEASIBLE
+        return
+    assert solution.result.status == Status.OPTIMAL
+    decision = formulation.decode(problem, built, solution)
+    assert decision.retiming_bins == 0 and check(problem, decision).ok
+    assert objective(problem, decision) == pytest.approx(expected)
