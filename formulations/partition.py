@@ -46,8 +46,8 @@ Bounds    (certified, :func:`lower_bound`) Σ κ w ≥ LB = max of: resource bou
 Two phases (retiming problems) (A) the model without retiming: its optimum P* bins is a lower bound of
           the joint objective (retiming bins ≥ 0) and its solution, scheduled, a candidate — optimal when
           it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started: first uncapped on
-          a short share of the budget (JOINT_FIRST_SHARE; it proves most actors), then with the retiming
-          capped: Σ r ≤ 0 (the zero-retiming model: no r, no big-M, s[d] − s[src] ≤ L + b_d on every link),
+          a short share of the budget (JOINT_FIRST_SHARE; it proves most actors), then, when phase A
+          proved P* (else the joint model keeps the whole budget), with the retiming capped: Σ r ≤ 0 (the zero-retiming model: no r, no big-M, s[d] − s[src] ≤ L + b_d on every link),
           then Σ r ≤ ⌈(incumbent − P*) / w_ret⌉ − 1 (more cannot beat the incumbent). After
           cap k, min(bound of the capped model, P* + w_ret (k + 1)) is a certified joint lower bound.
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
@@ -624,10 +624,14 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups, zero
 
     ext_keys = sorted({k for g in groups for d in g.forward_consumers if (k := ext_key(g, d)) is not None})
     fixed = {k: v for k, v in problem.retiming.fixed_sources if k in set(ext_keys)}
-    base = min(fixed.values(), default=0)  # fixed delays keep their differences, shifted to start at 0
+    # fixed delays keep their differences, shifted to start at 0 (with readers outside: the caller's clock)
+    base = 0 if problem.retiming.fixed_sinks else min(fixed.values(), default=0)
     spread = max(fixed.values(), default=0) - base
+    inside = set(model.order)
+    sinks = [(i, src, port, t - base) for i, ((src, port), t) in enumerate(problem.retiming.fixed_sinks)
+             if src in inside]
     # per cluster, gaps between consecutive delays never need to exceed L (beyond the fixed sources' spread)
-    horizon = spread + L * (S + len(ext_keys))
+    horizon = max([spread + L * (S + len(ext_keys))] + [t for *_, t in sinks])
     big = horizon + L + depth
     sorted_delays = len(set(cluster.values())) == 1  # one schedule: slots can be sorted by delay
     t = {b: m.integer(0, horizon, f"t[{b}]") for b in range(S)}
@@ -679,6 +683,15 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups, zero
                     retime.append(r[g.key, b])
                 m.add((depth + L) * r[g.key, b] >= s[d] - start - L - depth - big * (1 - x[d, b]),
                       "retiming", f"{g.key[0]}->{d},{b}")
+    for i, src, port, t_sink in sinks:  # a reader outside at a fixed delay
+        m.add(s[src] <= t_sink - L, "schedule", f"sink {src}->{i}")
+        if zero:
+            m.add(s[src] >= t_sink - L - depth, "retiming", f"none {src}->sink {i}")
+            continue
+        if t_sink - L - depth > 0:  # else no delay of src makes the link wait beyond the buffer
+            r[(src, port), -(i + 1)] = var = m.integer(0, max(1, math.ceil(horizon / (depth + L))), f"r[{src}.{port},sink {i}]")
+            retime.append(var)
+            m.add((depth + L) * var >= t_sink - s[src] - L - depth, "retiming", f"{src}->sink {i}")
     for src, d in problem.order_links():  # keeps "sorted by delay" consistent with the slot order
         if cluster[src] == cluster[d]:
             m.add(s[d] >= s[src], "schedule", f"order {src}->{d}")
@@ -1174,8 +1187,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
     best candidate has no retiming it is optimal. Otherwise (B) joint models with Σ bins ≥ P* and the best
-    candidate as warm start: uncapped on a short share of the budget, then with the retiming capped at 0,
-    then at what can still beat the incumbent (see below). The budget is split by a :class:`WorkClock` (:func:`_work`)."""
+    candidate as warm start: uncapped on a short share of the budget, then (when phase A is proven) with
+    the retiming capped at 0, then at what can still beat the incumbent (see below). The budget is split by a :class:`WorkClock` (:func:`_work`)."""
     clock = WorkClock(config)
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
@@ -1184,7 +1197,13 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                      explain, columns=columns)
     clock.charge(_spent(a))
     a.details["phase"] = "A"
-    if a.decision is None:
+    candidate = None
+    if a.decision is not None:
+        try:
+            candidate = complete(problem, a.decision.assignment, a.decision.bin_types)
+        except ValueError:  # fixed delays (a chunk of a larger problem) that this partition cannot meet
+            candidate = None
+    if a.decision is None or (candidate is None and hint is None):
         if a.result.status == Status.INFEASIBLE:
             return a
         joint = _solve_model(problem, _left(config, clock), hint, "ours", explain, columns=columns)
@@ -1200,8 +1219,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                                 message="no solver solution within the limit: the warm start, with the bound")
             return Solved(combine([a.result, joint.result], final), hint, [], joint.details)
         return joint
-    candidate = complete(problem, a.decision.assignment, a.decision.bin_types)
-    best = candidate if hint is None or objective(problem, candidate) < objective(problem, hint) else hint
+    best = min([d for d in (candidate, hint) if d is not None], key=lambda d: objective(problem, d))
     lower = a.result.bound if a.result.bound is not None else 0.0
     cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
     min_bins = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
@@ -1225,9 +1243,12 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     messages, results, last = ["two-phase: no-retiming optimum"], [a.result], None
     least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
     # the uncapped joint model first, on a share of the budget: most actors are proven here, and their
-    # partition does not depend on the caps below
-    joint = _solve_slots(problem, _left(config, clock, JOINT_FIRST_SHARE), best, "ours", explain,
-                         min_bins=bins_floor)
+    # partition does not depend on the caps below. The caps need phase A's proven bin count (a floor for
+    # every capped model): without it, the joint model gets the whole budget (kmeans x4, actor
+    # "distance", phase A 20 / bound 17: the caps reach 19, the joint model alone 18)
+    capped_after = bins_floor is not None
+    joint = _solve_slots(problem, _left(config, clock, JOINT_FIRST_SHARE if capped_after else 1.0), best, "ours",
+                         explain, min_bins=bins_floor)
     clock.charge(_spent(joint))
     results.append(joint.result)
     last = joint
@@ -1241,7 +1262,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     if joint.result.bound is not None:
         lower = max(lower, joint.result.bound)
     for step in range(len(RETIMING_CAPS) + 1):
-        if value <= lower + 1e-9:
+        if value <= lower + 1e-9 or not capped_after:
             break
         cap_max = math.ceil((value - base) / w_ret - 1e-9) - 1
         if cap_max < 0:
@@ -1578,6 +1599,7 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
     clusters = {i.cluster for i in problem.items}
     cluster = {i.name: i.cluster for i in problem.items}
     left_items = len(problem.items)
+    readers_after = [set().union(*chunks[k + 1:]) for k in range(len(chunks))]  # items of later chunks
     for k, names in enumerate(chunks):
         inside = set(names)
         sub = problem.subproblem(names, f"{problem.name}[chunk {k}]")
@@ -1587,9 +1609,17 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
             reads = {(l.src, l.src_port, cluster[l.dst]) for l in sub.links
                      if l.forward and not l.order_only and l.dst in inside and l.src not in inside}
             fixed = {key: known[key] for key in reads if key in known}
-            base = min(fixed.values(), default=0)
-            retiming = dataclasses.replace(problem.retiming,
-                                           fixed_sources=tuple(sorted((key, t - base) for key, t in fixed.items())))
+            # this chunk's clock starts at its earliest fixed value or warm-start delay, whichever is first,
+            # so the warm start's delays fit (the model's delays are ≥ 0)
+            own = [hint.delays[hint.assignment[n]] for n in names] if hint.delays else []
+            base = min([*fixed.values(), *own], default=0)
+            # values read by later chunks: their readers at the warm start's delays
+            later = {(l.src, l.src_port, hint.delays[hint.assignment[l.dst]]) for l in problem.links
+                     if l.forward and not l.order_only and l.src in inside and l.dst in readers_after[k]} \
+                if hint.delays else set()
+            retiming = dataclasses.replace(
+                problem.retiming, fixed_sources=tuple(sorted((key, t - base) for key, t in fixed.items())),
+                fixed_sinks=tuple(sorted(((src, port), t - base) for src, port, t in later)))
             sub = dataclasses.replace(sub, retiming=retiming)
             local_hint = complete(sub, local_hint.assignment, local_hint.bin_types)  # on the fixed delays
         # the slot model only: a chunk's budget is short, and its proof would not make the join optimal
@@ -1602,7 +1632,7 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
         if chosen is None or objective(sub, chosen) > objective(sub, local_hint):
             chosen = local_hint
         if problem.retiming is not None:  # the solver's delays are arbitrary where they cost nothing
-            compact = complete(sub, chosen.assignment, chosen.bin_types)
+            compact = complete(sub, chosen.assignment, chosen.bin_types)  # (ASAP meets what the model met)
             if objective(sub, compact) <= objective(sub, chosen):
                 chosen = compact
         offset = len(types)
@@ -1648,7 +1678,8 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
                         limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
                         message=f"{len(chunks)} chunks of about {CHUNK_SIZE} items solved in turn")
     details = {"variant": "ours", "chunks": parts, "work": clock.elapsed(),
-               "lower_bound": {"bins": lb.bins, "reason": lb.reason}}
+               "lower_bound": {"bins": lb.bins, "reason": lb.reason}, "warm_start": objective(problem, hint),
+               "candidates": [objective(problem, d) for d in candidates]}
     return Solved(combine(results, final), best, [], details)
 
 

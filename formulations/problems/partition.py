@@ -108,6 +108,10 @@ class Retiming:
     # delays of external values fixed from outside, ((source, port, cluster), delay) pairs: a part of a
     # larger problem whose earlier parts are already scheduled (see formulations.partition._solve_chunked)
     fixed_sources: tuple[tuple[SourceKey, int], ...] = ()
+    # readers outside the problem at fixed delays, (((item, port), delay) pairs: the value of ``item`` is
+    # read by a later part of the larger problem at ``delay`` (same clock as ``fixed_sources``), so the
+    # item runs at most ``delay`` − L and pays the retiming of that link
+    fixed_sinks: tuple[tuple[tuple[str, str], int], ...] = ()
 
     def required(self, skew: int) -> int:
         """Retiming bins needed for a link whose value waits ``skew`` cycles."""
@@ -423,7 +427,8 @@ def schedule(problem: PartitionProblem, assignment: Mapping[str, int]) -> tuple[
     """A retiming-aware static schedule of the bins (delays) for a given assignment.
 
     The better (fewer retiming bins) of ASAP and ALAP; external sources are always scheduled as late as
-    their first consumer allows. Raises ValueError when the quotient graph has a cycle.
+    their first consumer allows. Raises ValueError when the quotient graph has a cycle, or when fixed
+    delays (``Retiming.fixed_sources`` / ``fixed_sinks``) leave no schedule.
     """
     assert problem.retiming is not None
     lat = problem.retiming.hop_latency
@@ -438,28 +443,40 @@ def schedule(problem: PartitionProblem, assignment: Mapping[str, int]) -> tuple[
         p, q = assignment[s], assignment[d]
         if p != q and clusters[s] == clusters[d]:
             succ[p].setdefault(q, 0)
-    order = _topo(nodes, {n: list(v) for n, v in succ.items()})
     fixed = {("ext", key): t for key, t in problem.retiming.fixed_sources}
+    for i, ((src, _), t) in enumerate(problem.retiming.fixed_sinks):
+        if src in assignment:
+            nodes.append(("sink", i))
+            succ[("sink", i)] = {}
+            succ[assignment[src]][("sink", i)] = lat
+            fixed["sink", i] = t
+    order = _topo(nodes, {n: list(v) for n, v in succ.items()})
     asap = {n: fixed.get(n, 0) for n in nodes}
     for n in order:
         for q, gap in succ[n].items():
-            asap[q] = max(asap[q], asap[n] + gap)
+            if q not in fixed:
+                asap[q] = max(asap[q], asap[n] + gap)
     alap = dict(asap)
     for n in reversed(order):
         if succ[n] and n not in fixed:
             alap[n] = min(alap[q] - gap for q, gap in succ[n].items())
     best = None
     for times in (asap, alap):
+        if fixed and any(times[q] < times[p] + gap for p in nodes for q, gap in succ[p].items()):
+            continue  # fixed delays (sources, readers outside) this schedule cannot meet
         times = dict(times)
         for n in nodes:  # external sources always as late as their first consumer allows
             if isinstance(n, tuple) and succ[n] and n not in fixed:
                 times[n] = min(times[q] - gap for q, gap in succ[n].items())
-        shift = -min(times.values(), default=0)  # (fixed sources keep their differences)
+        # from 0, unless some delays are fixed (then on their clock)
+        shift = 0 if fixed else -min(times.values(), default=0)
         delays = {b: times[b] + shift for b in nodes if not isinstance(b, tuple)}
-        sources = {n[1]: times[n] + shift for n in nodes if isinstance(n, tuple)}
+        sources = {n[1]: times[n] + shift for n in nodes if isinstance(n, tuple) and n[0] == "ext"}
         cost = sum(required_retiming(problem, assignment, delays, sources).values())
         if best is None or cost < best[0]:
             best = (cost, delays, sources)
+    if best is None:  # ASAP is the earliest schedule: when it misses a reader outside, every schedule does
+        raise ValueError("no schedule of this assignment meets the fixed delays")
     return best[1], best[2]
 
 
@@ -475,6 +492,9 @@ def required_retiming(problem: PartitionProblem, assignment: Mapping[str, int], 
         if need:
             slot = (key[0], key[1], q)
             out[slot] = max(out.get(slot, 0), need)
+    for i, ((src, port), t) in enumerate(problem.retiming.fixed_sinks):  # readers outside: slot −(i + 1)
+        if src in assignment and (need := problem.retiming.required(t - delays[assignment[src]] - lat)):
+            out[src, port, -(i + 1)] = need
     return out
 
 

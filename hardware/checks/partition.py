@@ -16,6 +16,9 @@ formulation, nor the problem's derived helpers). Rule names (stable, asserted by
                    delay; a forward data link into another bin arrives no earlier than its producer's
                    delay + hop latency; an order-only link needs t_q ≥ t_p (schedules are per cluster)
 ``retiming``       (retiming) each cross link declares at least ⌈(skew − b_d)/(b_d + L)⌉ retiming bins
+``fixed-delays``   (retiming, a part of a larger problem) the fixed source delays keep their differences
+                   (one common offset); an item read outside at a fixed delay runs at least L before it,
+                   and that link declares its retiming bins under slot −(k + 1) for the k-th reader
 """
 
 from __future__ import annotations
@@ -178,6 +181,30 @@ def _check_schedule(problem, decision, assign, contents, report) -> None:
         if declared.get(slot, 0) < need:
             report.add("retiming", f"value {slot[0]}.{slot[1]} into bin {slot[2]} waits beyond the buffer: needs "
                                    f"{need} retiming bins, declares {declared.get(slot, 0)}")
+    _check_fixed(problem, decision, assign, declared, report)
+
+
+def _check_fixed(problem, decision, assign, declared, report) -> None:
+    """Fixed delays from a larger problem hold up to one common offset (a decision may shift its clock)."""
+    retiming = problem.retiming
+    lat, depth = retiming.hop_latency, retiming.buffer_depth
+    offsets = {decision.source_delays[key] - t for key, t in retiming.fixed_sources if key in decision.source_delays}
+    if len(offsets) > 1:
+        report.add("fixed-delays", f"fixed source delays shifted unevenly (offsets {sorted(offsets)})")
+        return
+    offset = offsets.pop() if offsets else 0
+    for k, ((src, port), t) in enumerate(retiming.fixed_sinks):
+        if src not in assign or assign[src] not in decision.delays:
+            continue
+        start = decision.delays[assign[src]] - offset
+        if start + lat > t:
+            report.add("fixed-delays", f"{src}.{port} is read outside at {t} but ready only at {start} + {lat}")
+            continue
+        skew = t - start - lat
+        need = 0 if skew <= depth else math.ceil((skew - depth) / (depth + lat))
+        if declared.get((src, port, -(k + 1)), 0) < need:
+            report.add("fixed-delays", f"{src}.{port} read outside at {t} waits beyond the buffer: needs {need} "
+                                       f"retiming bins, declares {declared.get((src, port, -(k + 1)), 0)}")
 
 
 def _find_cycle(succ: dict[int, set[int]]) -> list[int]:

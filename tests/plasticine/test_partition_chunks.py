@@ -100,3 +100,45 @@ def test_schedule_holds_rejects_a_bin_that_starts_before_its_order_predecessor()
     assert not formulation._schedule_holds(problem, early)
     late_value = dataclasses.replace(good, source_delays={k: v + 5 for k, v in good.source_delays.items()})
     assert not formulation._schedule_holds(problem, late_value)
+
+
+def read_outside(at: int) -> PartitionProblem:
+    """``two_readers`` with x fixed at 0 and b's value read outside at ``at`` (a later chunk's reader)."""
+    problem = two_readers(((("x", "out", ""), 0),))
+    return dataclasses.replace(problem, retiming=dataclasses.replace(problem.retiming, fixed_sinks=((("b", "out"), at),)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reader_outside_at_a_fixed_delay_costs_the_retiming_it_forces(backend):
+    """x at 0, b read outside at 20 (L = 1, b_d = 4): 19 cycles between x's arrival and b's reader, at
+    most 4 + 4 of them in the buffers of a and of b's reader. One bin at 5: the reader waits 14, 2 retiming
+    bins; two bins (a at 5, b at 10 or 15): 1 retiming either way — 3 in both cases. y is free: no cost."""
+    problem = read_outside(20)
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10))
+    assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(3)
+    assert check(problem, solved.decision).ok, check(problem, solved.decision).violations
+    # the schedule of a given partition (better of ASAP and ALAP) counts the reader's link: ASAP runs
+    # the bin at 1, so the reader waits 18 cycles (3 retiming bins)
+    one_bin = complete(problem, {"a": 0, "b": 0}, {0: "pcu"})
+    assert one_bin.retiming == {("b", "out", -1): 3} and check(problem, one_bin).ok
+
+
+def test_no_schedule_meets_a_reader_outside_that_comes_too_early():
+    with pytest.raises(ValueError, match="fixed delays"):
+        complete(read_outside(1), {"a": 0, "b": 1}, {0: "pcu", 1: "pcu"})  # b is ready at 2 at the earliest
+
+
+def test_checker_rejects_a_decision_that_breaks_its_fixed_delays():
+    problem = read_outside(20)
+    good = complete(problem, {"a": 0, "b": 0}, {0: "pcu"})
+    assert check(problem, good).ok
+    undeclared = dataclasses.replace(good, retiming={})
+    late = dataclasses.replace(good, delays={0: 20}, source_delays={("x", "out", ""): 0},
+                               retiming={("x", "out", 0): 3})
+    fixed_y = read_outside(20)
+    fixed_y = dataclasses.replace(fixed_y, retiming=dataclasses.replace(
+        fixed_y.retiming, fixed_sources=((("x", "out", ""), 0), (("y", "out", ""), 0))))
+    uneven = dataclasses.replace(good, source_delays={("x", "out", ""): 0, ("y", "out", ""): 3})
+    for bad_problem, bad in ((problem, undeclared), (problem, late), (fixed_y, uneven)):
+        report = check(bad_problem, bad)
+        assert not report.ok and any(v.rule == "fixed-delays" for v in report.violations), report.violations
