@@ -64,7 +64,10 @@ Chunks    an acyclic cluster of more than CHUNK_ITEMS items is cut into consecut
           start's bins (about CHUNK_SIZE items, in the order of its schedule), solved one after another with
           the slot model; with retiming, the delays of values read from earlier chunks are fixed
           (``Retiming.fixed_sources``: e[g] fixed), so each chunk pays exactly the retiming of the links
-          into it. Kept only when better than the warm start; only the combinatorial bound is global.
+          into it, and values read by later chunks have their readers at the warm start's delays
+          (``Retiming.fixed_sinks``: s[src] ≤ D − L, (b_d + L)·r ≥ D − s[src] − L − b_d), so a chunk pays
+          an estimate of the links out of it and the warm start stays feasible for every chunk.
+          Kept only when better than the warm start; only the combinatorial bound is global.
 Large     above 250,000 item × slot pairs each item is restricted to slots within a window of its warm-start
           slot (a large-neighbourhood search); only the combinatorial lower bound is then reported.
 Budget    ``time_limit_s`` is split between phases, models, cut rounds and clusters by a
@@ -1582,7 +1585,9 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
     links to other chunks are external, so its capacity and arity rows are those of the whole; chunks
     follow a topological order, so the joined quotient graph is acyclic. With retiming, the delays of the
     values a chunk reads from earlier chunks are fixed (``Retiming.fixed_sources``), so each chunk pays
-    exactly the retiming of the links into it; values from outside the actor get one delay at the end
+    exactly the retiming of the links into it; the values it makes for later chunks are read at the warm
+    start's delays (``Retiming.fixed_sinks``), so it pays for the links out of it too (the sum of the
+    chunks' objectives counts a link between chunks twice); values from outside the actor get one delay at the end
     (as late as their first reader allows), so when several chunks read one such value the join may need
     more retiming than its chunks counted. Candidates: the join on the chunks' delays (when every
     precedence holds, :func:`_schedule_holds`) and the join rescheduled as a whole; the best is kept only
@@ -1621,7 +1626,11 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
                 problem.retiming, fixed_sources=tuple(sorted((key, t - base) for key, t in fixed.items())),
                 fixed_sinks=tuple(sorted(((src, port), t - base) for src, port, t in later)))
             sub = dataclasses.replace(sub, retiming=retiming)
-            local_hint = complete(sub, local_hint.assignment, local_hint.bin_types)  # on the fixed delays
+            try:
+                local_hint = complete(sub, local_hint.assignment, local_hint.bin_types)  # on the fixed delays
+            except ValueError:  # (the warm start's readers fit by construction; a safety net) no readers
+                sub = dataclasses.replace(sub, retiming=dataclasses.replace(retiming, fixed_sinks=()))
+                local_hint = complete(sub, local_hint.assignment, local_hint.bin_types)
         # the slot model only: a chunk's budget is short, and its proof would not make the join optimal
         solved = _solve_one(sub, _left(config, clock, len(names) / left_items), local_hint, "ours", False,
                             use_columns=False)
