@@ -1222,7 +1222,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                                 message="no solver solution within the limit: the warm start, with the bound")
             return Solved(combine([a.result, joint.result], final), hint, [], joint.details)
         return joint
-    best = min([d for d in (candidate, hint) if d is not None], key=lambda d: objective(problem, d))
+    # (the warm start on a tie, as before fixed delays could make the candidate unschedulable)
+    best = min([d for d in (hint, candidate) if d is not None], key=lambda d: objective(problem, d))
     lower = a.result.bound if a.result.bound is not None else 0.0
     cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
     min_bins = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
