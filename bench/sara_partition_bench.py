@@ -8,6 +8,7 @@
    to the certified lower bound, heuristic vs solver objective.
 
     nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure]
+        [--apps a,b] [--sizes 50,100] [--update]   # --update: replace only the re-run rows
 
 Writes ``bench_optimum.csv``, ``bench_scaling.csv`` and ``bench.png`` under
 ``studies/sara_partition/results/``. Wall-clock times on a shared 2-core machine are noisy; every solve has
@@ -198,6 +199,17 @@ def figure(opt: pd.DataFrame | None, scale: pd.DataFrame | None, path: Path) -> 
     plt.close(fig)
 
 
+def _merge(path: Path, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The CSV at ``path`` with its rows that ``new`` re-ran (same ``keys``) replaced in place, new ones
+    appended; just ``new`` when there is no CSV yet."""
+    if not path.exists():
+        return new
+    old = pd.read_csv(path)
+    fresh = {tuple(r[k] for k in keys): r for _, r in new.iterrows()}
+    rows = [fresh.pop(tuple(r[k] for k in keys), r) for _, r in old.iterrows()]
+    return pd.DataFrame(rows + list(fresh.values())).reindex(columns=list(dict.fromkeys([*old.columns, *new.columns])))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
@@ -206,6 +218,8 @@ def main() -> None:
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--sizes", default="50,100,200,500,1000,2000,5000")
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the re-run rows (apps, or family × size) in --out's CSVs, keep the others")
     args = parser.parse_args()
     unknown = [a for a in args.apps.split(",") if a not in APPS]
     if unknown:
@@ -217,11 +231,15 @@ def main() -> None:
     opt = scale = None
     if args.part in ("optimum", "all"):
         opt = optimum(args.time_limit, args.apps.split(","))
+        if args.update:
+            opt = _merge(out / "bench_optimum.csv", opt, ["app", "variant"])
         opt.to_csv(out / "bench_optimum.csv", index=False)
     elif (out / "bench_optimum.csv").exists():
         opt = pd.read_csv(out / "bench_optimum.csv")
     if args.part in ("scaling", "all"):
         scale = scaling(args.time_limit, [int(s) for s in args.sizes.split(",")], out)
+        if args.update:
+            scale = _merge(out / "bench_scaling.csv", scale, ["family", "nodes"])
         scale.to_csv(out / "bench_scaling.csv", index=False)
     elif (out / "bench_scaling.csv").exists():
         scale = pd.read_csv(out / "bench_scaling.csv")
