@@ -46,9 +46,11 @@ Bounds    (certified, :func:`lower_bound`) Σ κ w ≥ LB = max of: resource bou
 Two phases (retiming problems) (A) the model without retiming: its optimum P* bins is a lower bound of
           the joint objective (retiming bins ≥ 0) and its solution, scheduled, a candidate — optimal when
           it needs no retiming; else (B) the joint model with Σ bins ≥ P*, warm-started: first uncapped on
-          a short share of the budget (JOINT_FIRST_SHARE; it proves most actors), then, when phase A
-          proved P* (else the joint model keeps the whole budget), with the retiming capped: Σ r ≤ 0 (the zero-retiming model: no r, no big-M, s[d] − s[src] ≤ L + b_d on every link),
-          then Σ r ≤ ⌈(incumbent − P*) / w_ret⌉ − 1 (more cannot beat the incumbent). After
+          a short share of the budget (JOINT_FIRST_SHARE; an actor it proves there gets the partition the
+          joint model alone would give), then, when phase A proved P* (else the joint model keeps the
+          whole budget), with the retiming capped: Σ r ≤ 0 (the zero-retiming model: no r, no big-M,
+          s[d] − s[src] ≤ L + b_d on every link), then Σ r ≤ ⌈(incumbent − P*) / w_ret⌉ − 1 (more cannot
+          beat the incumbent). After
           cap k, min(bound of the capped model, P* + w_ret (k + 1)) is a certified joint lower bound.
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
           solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
@@ -401,8 +403,8 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
           max_retiming: int | None = None, min_retiming: int = 0) -> PartitionModel:
     """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
     ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
-    bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0: the zero-retiming model,
-    without retiming variables: every skew within the buffer)."""
+    bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0:
+    the zero-retiming model, without retiming variables: every skew within the buffer)."""
     m = ModelBuilder(f"partition:{problem.name}")
     order = _item_order(problem)
     types = list(problem.bin_types)
@@ -692,7 +694,8 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups, zero
             m.add(s[src] >= t_sink - L - depth, "retiming", f"none {src}->sink {i}")
             continue
         if t_sink - L - depth > 0:  # else no delay of src makes the link wait beyond the buffer
-            r[(src, port), -(i + 1)] = var = m.integer(0, max(1, math.ceil(horizon / (depth + L))), f"r[{src}.{port},sink {i}]")
+            var = m.integer(0, max(1, math.ceil(horizon / (depth + L))), f"r[{src}.{port},sink {i}]")
+            r[(src, port), -(i + 1)] = var
             retime.append(var)
             m.add((depth + L) * var >= t_sink - s[src] - L - depth, "retiming", f"{src}->sink {i}")
     for src, d in problem.order_links():  # keeps "sorted by delay" consistent with the slot order
@@ -1191,7 +1194,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
     best candidate has no retiming it is optimal. Otherwise (B) joint models with Σ bins ≥ P* and the best
     candidate as warm start: uncapped on a short share of the budget, then (when phase A is proven) with
-    the retiming capped at 0, then at what can still beat the incumbent (see below). The budget is split by a :class:`WorkClock` (:func:`_work`)."""
+    the retiming capped at 0, then at what can still beat the incumbent (see below). The budget is split
+    by a :class:`WorkClock` (:func:`_work`)."""
     clock = WorkClock(config)
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
@@ -1222,7 +1226,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                                 message="no solver solution within the limit: the warm start, with the bound")
             return Solved(combine([a.result, joint.result], final), hint, [], joint.details)
         return joint
-    # (the warm start on a tie, as before fixed delays could make the candidate unschedulable)
+    # on a tie the warm start (equal-cost partitions merge and simulate differently: keep what was shipped)
     best = min([d for d in (hint, candidate) if d is not None], key=lambda d: objective(problem, d))
     lower = a.result.bound if a.result.bound is not None else 0.0
     cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
@@ -1588,8 +1592,8 @@ def _solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partit
     values a chunk reads from earlier chunks are fixed (``Retiming.fixed_sources``), so each chunk pays
     exactly the retiming of the links into it; the values it makes for later chunks are read at the warm
     start's delays (``Retiming.fixed_sinks``), so it pays for the links out of it too (the sum of the
-    chunks' objectives counts a link between chunks twice); values from outside the actor get one delay at the end
-    (as late as their first reader allows), so when several chunks read one such value the join may need
+    chunks' objectives counts a link between chunks twice); values from outside the actor get one delay at
+    the end (as late as their first reader allows), so when several chunks read one such value the join may need
     more retiming than its chunks counted. Candidates: the join on the chunks' delays (when every
     precedence holds, :func:`_schedule_holds`) and the join rescheduled as a whole; the best is kept only
     when it beats the warm start. Only the combinatorial lower bound is global: the result is optimal
