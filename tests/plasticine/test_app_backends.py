@@ -4,7 +4,7 @@ Joint optimum (partitions + retiming partitions): every app whose MILP solve fit
 lattice: CP-SAT proves 18 with the zero-retiming model of phase B; SCIP's phase-A partition already needs
 no retiming. kmeans is the slowest (SCIP proves 40 in 70–120 s on this shared 2-core machine, in the
 "distance" actor's joint phase). Left out, with the reason (see ``bench/sara_partition_bench.py`` and
-``studies/sara_partition``): blackscholes — CP-SAT proves 16 (14 partitions + 2 retiming) in about 26 s,
+``studies/sara_partition``): blackscholes — CP-SAT proves 16 (14 partitions + 2 retiming) in about 25 s,
 but the MILP backends do not: HiGHS needs 240 s for phase A alone (column-model covers stay cyclic);
 SCIP, even warm-started with CP-SAT's optimum, proves phase A (14) in 13 s but proves neither the
 zero-retiming model nor the one-retiming model infeasible within 110 s each (CP-SAT: 5 s).
