@@ -1294,6 +1294,8 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
         # with little retiming: lattice's zero-retiming model finds 18 in 1 s from it, in 21 s from the
         # heuristic's 19 bins); the incumbent itself stays the answer unless a step improves it
         warm = candidate if candidate is not None and objective(problem, candidate) <= value + 1e-9 else best
+        if slots is not None and candidate is not None and len(set(warm.assignment.values())) > slots:
+            warm = candidate  # P* slots: the incumbent does not fit, phase A's partition does
         capped = _solve_slots(problem, _left(config, clock, 1.0 if final_step else 0.5), warm, "ours",
                               explain and final_step, min_bins=bins_floor, max_retiming=cap,
                               min_retiming=least_retiming, slots=slots)
