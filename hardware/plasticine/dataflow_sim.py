@@ -108,6 +108,63 @@ def _scaled(graph: SimGraph, window: int) -> tuple[dict[str, int], float]:
     return {u.name: max(1, math.ceil(u.firings * f)) for u in graph.units}, f
 
 
+def _rates(c: Channel, units: dict[str, Unit], firings: dict[str, int], scale: float) -> tuple[int, int]:
+    """(src_every, dst_every) of ``c`` in the window: its own rates unscaled, else re-derived from the scaled
+    token count so that producers send at least what consumers read."""
+    if scale == 1.0:
+        return c.src_every, c.dst_every
+    tokens = max(1, math.ceil(math.ceil(units[c.dst].firings / c.dst_every) * scale))
+    return max(1, firings[c.src] // tokens), max(1, math.ceil(firings[c.dst] / tokens))
+
+
+def _pipeline_latency(unit: Unit, graph: SimGraph) -> int:
+    """Cycles from a firing until its token leaves the unit: the pipeline, plus the DRAM latency of a stream."""
+    return unit.latency + (graph.dram_latency if unit.kind == "dram" else 0)
+
+
+def _inputs_ready(inputs: list[_Chan], k: int, cycle: int) -> bool:
+    """Every input the ``k``-th firing reads (one every ``dst_every`` firings) holds a token arrived by ``cycle``."""
+    for ch in inputs:
+        if k % ch.dst_every == 0 and (not ch.queue or ch.queue[0] > cycle):
+            return False
+    return True
+
+
+def _close(inputs: list[_Chan]) -> None:
+    """After a unit's last firing its input channels sink every token (their producers never block)."""
+    for ch in inputs:
+        ch.dead = True
+        ch.queue.clear()
+
+
+def _blocked(order: list[str], done: dict[str, int], firings: dict[str, int], inputs: dict[str, list[_Chan]],
+             outputs: dict[str, list[_Chan]]) -> list[str]:
+    """The units with firings left, what inputs they wait for and which outputs are full."""
+    blocked = []
+    for name in order:
+        if done[name] < firings[name]:
+            waits = [ch.spec.src for ch in inputs[name] if done[name] % ch.dst_every == 0 and not ch.queue]
+            full = [ch.spec.dst for ch in outputs[name] if not ch.dead and ch.occupied >= ch.cap]
+            blocked.append(f"{name} ({done[name]}/{firings[name]}): waits for {sorted(set(waits))[:3]}, "
+                           f"full outputs to {sorted(set(full))[:3]}")
+    return blocked
+
+
+def _extrapolate(graph: SimGraph, scale: float, cycle: int, first_fire: dict[str, int], deadlock: bool,
+                 last_fire: dict[str, int] | None = None) -> tuple[float, float, int]:
+    """(cycles, throughput, fill) of the full run from a window of ``cycle`` cycles: the fill before the
+    busiest unit's first firing is kept, the rest is scaled back by 1 / ``scale``; given ``last_fire``, the
+    drain after the busiest unit's last firing is kept too (noc_sim)."""
+    busiest = max(graph.units, key=lambda u: u.firings) if graph.units else None
+    fill = first_fire.get(busiest.name, 0) if busiest is not None else 0
+    end = last_fire.get(busiest.name, cycle) if busiest is not None and last_fire is not None else cycle
+    steady = max(end - fill, 0)
+    drain = max(cycle - end, 0)
+    cycles = float(cycle) if scale == 1.0 else fill + steady / scale + drain
+    throughput = (busiest.firings / cycles) if (busiest and cycles > 0 and not deadlock) else 0.0
+    return cycles, min(1.0, throughput), fill
+
+
 def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, window: int = 2048,
              max_cycles: int = 2_000_000) -> SimResult:
     units = {u.name: u for u in graph.units}
@@ -118,18 +175,11 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
     for c in graph.channels:
         if c.src == c.dst:
             continue
-        fs, fd = firings[c.src], firings[c.dst]
-        if scale == 1.0:
-            se, de = c.src_every, c.dst_every
-        else:  # scale the token count; producers send at least what consumers read
-            tokens = max(1, math.ceil(math.ceil(units[c.dst].firings / c.dst_every) * scale))
-            se = max(1, fs // tokens)
-            de = max(1, math.ceil(fd / tokens))
+        se, de = _rates(c, units, firings, scale)
         d = delay(c) if callable(delay) else delay
         if units[c.src].pb and units[c.src].pb == units[c.dst].pb:
             d = 1
-        extra = graph.dram_latency if units[c.src].kind == "dram" else 0  # requests in flight in DRAM
-        cap = c.depth + units[c.src].latency + extra + d
+        cap = c.depth + _pipeline_latency(units[c.src], graph) + d  # DRAM: requests in flight count too
         ch = _Chan(c, se, de, cap, d)
         chans.append(ch)
         inputs[c.dst].append(ch)
@@ -141,7 +191,6 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
     pending: dict[int, list[_Chan]] = {}  # cycle -> channels receiving a token then
     in_flight = 0
     dram_credit = 0.0
-    dram_units = [n for n, u in units.items() if u.kind == "dram"]
     order = list(units)
     cycle = 0
     idle = 0
@@ -162,13 +211,9 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
             if k >= firings[name]:
                 continue
             unit = units[name]
-            ready = True
-            for ch in inputs[name]:
-                if k % ch.dst_every == 0 and (not ch.queue or ch.queue[0] > cycle):
-                    ready = False
-                    break
+            ready = _inputs_ready(inputs[name], k, cycle)
+            last = k + 1 == firings[name]
             if ready:
-                last = k + 1 == firings[name]
                 for ch in outputs[name]:
                     sends = (k + 1) % ch.src_every == 0 or last
                     if sends and not ch.dead and ch.occupied >= ch.cap:
@@ -186,8 +231,7 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
                 if k % ch.dst_every == 0:
                     ch.queue.popleft()
                     ch.occupied -= 1
-            last = k + 1 == firings[name]
-            out_latency = unit.latency + (graph.dram_latency if unit.kind == "dram" else 0)
+            out_latency = _pipeline_latency(unit, graph)
             for ch in outputs[name]:
                 if (k + 1) % ch.src_every == 0 or last:
                     if ch.dead:
@@ -201,9 +245,7 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
             first_fire.setdefault(name, cycle)
             last_fire[name] = cycle
             if last:
-                for ch in inputs[name]:
-                    ch.dead = True
-                    ch.queue.clear()
+                _close(inputs[name])
         if fired_any or in_flight or arriving:
             idle = 0
         else:
@@ -212,19 +254,8 @@ def simulate(graph: SimGraph, delay: int | Callable[[Channel], int] = 1, *, wind
                 break
         cycle += 1
     deadlock = remaining > 0
-    blocked = []
-    if deadlock:
-        for name in order:
-            if done[name] < firings[name]:
-                waits = [ch.spec.src for ch in inputs[name] if done[name] % ch.dst_every == 0 and not ch.queue]
-                full = [ch.spec.dst for ch in outputs[name] if not ch.dead and ch.occupied >= ch.cap]
-                blocked.append(f"{name} ({done[name]}/{firings[name]}): waits for {sorted(set(waits))[:3]}, "
-                               f"full outputs to {sorted(set(full))[:3]}")
-    busiest = max(graph.units, key=lambda u: u.firings) if graph.units else None
-    fill = first_fire.get(busiest.name, 0) if busiest is not None else 0
-    steady = max(cycle - fill, 0)
-    cycles = float(cycle) if scale == 1.0 else fill + steady / scale
-    throughput = (busiest.firings / cycles) if (busiest and cycles > 0 and not deadlock) else 0.0
-    return SimResult(cycles=cycles, throughput=min(1.0, throughput), deadlock=deadlock, window_cycles=cycle,
+    blocked = _blocked(order, done, firings, inputs, outputs) if deadlock else []
+    cycles, throughput, fill = _extrapolate(graph, scale, cycle, first_fire, deadlock)
+    return SimResult(cycles=cycles, throughput=throughput, deadlock=deadlock, window_cycles=cycle,
                      scale=scale, fill_cycles=fill, blocked=blocked, firings=dict(done), stalls=stalls,
                      first_fire=first_fire, last_fire=last_fire)

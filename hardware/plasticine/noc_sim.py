@@ -2,7 +2,9 @@
 
 The dataflow part follows :mod:`~solvermap.hardware.plasticine.dataflow_sim` (same :class:`SimGraph`,
 units fire when every input they read holds a token and every output has room, DRAM byte budget,
-window scaling); what travels between PBs is simulated by the network the logical link is routed on:
+window scaling) and takes from it the channel state, the scaled rates, the input readiness rule, the
+deadlock report and the extrapolation of the window; unlike it, every unit ready in a cycle is found before
+any of them fires. What travels between PBs is simulated by the network the logical link is routed on:
 
 local     units on the same PB: 1 cycle, room = consumer buffer + producer pipeline + 1 (as dataflow_sim).
 static    circuit-switched tree of exclusive tracks (L302): a distance-based delay of (hops + 1) switch
@@ -53,7 +55,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from solvermap.formulations.problems.routing import children, sink_depths
-from solvermap.hardware.plasticine.dataflow_sim import SimGraph
+from solvermap.hardware.plasticine import dataflow_sim
+from solvermap.hardware.plasticine.dataflow_sim import (Channel, SimGraph, Unit, _blocked, _close, _extrapolate,
+                                                        _inputs_ready, _pipeline_latency, _rates, _scaled)
 
 Node = tuple[int, int]
 Link = tuple[Node, Node]
@@ -152,14 +156,17 @@ def separable_allocate(requests: dict, pointers: dict) -> list:
 # =========================================================================== the coupled simulation
 
 
-class _Chan:
-    __slots__ = ("src", "dst", "queue", "cap", "occupied", "se", "de", "delay", "dead", "net", "value",
-                 "credit_delay", "depth", "idx")
+class _Chan(dataflow_sim._Chan):
+    """A dataflow channel and the network it travels on: ``net`` local | static | dynamic | ideal."""
 
-    def __init__(self) -> None:
-        self.queue: deque = deque()
-        self.dead = False
-        self.occupied = 0
+    __slots__ = ("net", "credit_delay", "idx")
+
+    def __init__(self, spec: Channel, src_every: int, dst_every: int, cap: float, delay: int, net: str,
+                 credit_delay: int, idx: int) -> None:
+        super().__init__(spec, src_every, dst_every, cap, delay)
+        self.net = net
+        self.credit_delay = credit_delay  # cd flow control: cycles until a dequeue's credit reaches the producer
+        self.idx = idx
 
 
 class _Buffer:
@@ -185,12 +192,33 @@ def _direction(node: Node, other: Node) -> int:
     return {(-1, 0): 1, (0, 1): 2, (1, 0): 3, (0, -1): 4}[(dr, dc)]
 
 
-def _scaled(graph: SimGraph, window: int) -> tuple[dict[str, int], float]:
-    most = max((u.firings for u in graph.units), default=1)
-    if most <= window:
-        return {u.name: u.firings for u in graph.units}, 1.0
-    f = window / most
-    return {u.name: max(1, math.ceil(u.firings * f)) for u in graph.units}, f
+def _link(c: Channel, units: Mapping[str, Unit], graph: SimGraph, node_of_unit: Mapping[str, Node],
+          routes: Mapping[str, RoutedValue], config: NocConfig) -> tuple[str, int, float, int]:
+    """(network, delay, room, credit delay) of channel ``c``: room = the consumer's buffer plus every token
+    the link holds besides (the producer's pipeline, skid buffers; ∞ on dynamic links, whose room is checked
+    at ejection: the producer sees its injection queue)."""
+    pipeline = _pipeline_latency(units[c.src], graph)
+    a, b = node_of_unit.get(c.src), node_of_unit.get(c.dst)
+    route = routes.get(c.name)
+    if units[c.src].pb and units[c.src].pb == units[c.dst].pb:
+        return "local", 1, c.depth + pipeline + 1, 0
+    if route is None or a is None or b is None or a == b:
+        return "ideal", 0, math.inf, 0  # off-array (host) links
+    hops = sink_depths(sorted(route.tree), route.source).get(b)
+    if hops is None:
+        raise ValueError(f"value {c.name!r}: the tree does not reach node {b}")
+    if route.network == "static":
+        net, delay = "static", (hops + 1) * config.static_hop_cycles
+        credits = config.flow_control == "cd"
+        room = c.depth if credits else c.depth + pipeline + config.skid_entries * (hops + 1)
+        credit_delay = delay if credits else 0
+    else:
+        net, delay, room, credit_delay = "dynamic", 0, math.inf, 0
+    if config.mode == "ideal":  # same buffering, zero latency, unlimited bandwidth
+        if net == "dynamic":
+            room = c.depth + pipeline + config.injection_buffer + config.buffers_per_vc * (hops + 1)
+        return "ideal", 0, room, 0
+    return net, delay, room, credit_delay
 
 
 def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[str, RoutedValue],
@@ -210,48 +238,8 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
     for c in graph.channels:
         if c.src == c.dst:
             continue
-        fs, fd = firings[c.src], firings[c.dst]
-        if scale == 1.0:
-            se, de = c.src_every, c.dst_every
-        else:
-            tokens = max(1, math.ceil(math.ceil(units[c.dst].firings / c.dst_every) * scale))
-            se, de = max(1, fs // tokens), max(1, math.ceil(fd / tokens))
-        ch = _Chan()
-        ch.src, ch.dst, ch.se, ch.de, ch.value, ch.idx = c.src, c.dst, se, de, c.name, len(chans)
-        ch.depth = c.depth
-        ch.queue.extend([0] * c.init_tokens)
-        ch.occupied = c.init_tokens
-        ch.credit_delay = 0
-        extra = graph.dram_latency if units[c.src].kind == "dram" else 0
-        a, b = node_of_unit.get(c.src), node_of_unit.get(c.dst)
-        same_pb = units[c.src].pb and units[c.src].pb == units[c.dst].pb
-        route = routes.get(c.name)
-        if same_pb:
-            ch.net, ch.delay = "local", 1
-            ch.cap = c.depth + units[c.src].latency + extra + 1
-        elif route is None or a is None or b is None or a == b:
-            ch.net, ch.delay = "ideal", 0  # off-array (host) links
-            ch.cap = math.inf
-        else:
-            hops = sink_depths(sorted(route.tree), route.source).get(b)
-            if hops is None:
-                raise ValueError(f"value {c.name!r}: the tree does not reach node {b}")
-            if route.network == "static":
-                ch.net = "static"
-                ch.delay = (hops + 1) * config.static_hop_cycles
-                if config.flow_control == "cd":
-                    ch.cap = c.depth
-                    ch.credit_delay = ch.delay
-                else:
-                    ch.cap = c.depth + units[c.src].latency + extra + config.skid_entries * (hops + 1)
-            else:
-                ch.net, ch.delay = "dynamic", 0
-                ch.cap = c.depth  # room is checked at ejection; the producer sees its injection queue
-            if ideal:  # same buffering, zero latency, unlimited bandwidth
-                if ch.net == "dynamic":
-                    ch.cap = (c.depth + units[c.src].latency + extra + config.injection_buffer
-                              + config.buffers_per_vc * (hops + 1))
-                ch.net, ch.delay, ch.credit_delay = "ideal", 0, 0
+        net, delay, cap, credit_delay = _link(c, units, graph, node_of_unit, routes, config)
+        ch = _Chan(c, *_rates(c, units, firings, scale), cap, delay, net, credit_delay, len(chans))
         chans.append(ch)
         inputs[c.dst].append(ch)
         outputs[c.src].append(ch)
@@ -260,15 +248,15 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
     path_index: dict[str, int] = {}
     paths: list[RoutedValue] = []
     for ch in chans:
-        if ch.net == "dynamic" and ch.value not in path_index:
-            path_index[ch.value] = len(paths)
-            paths.append(routes[ch.value])
+        if ch.net == "dynamic" and ch.spec.name not in path_index:
+            path_index[ch.spec.name] = len(paths)
+            paths.append(routes[ch.spec.name])
     buffers: dict[tuple[int, Node], _Buffer] = {}
     by_node: dict[Node, list[_Buffer]] = {}
     eject_chans: dict[tuple[int, Node], list[_Chan]] = {}
     for ch in chans:
         if ch.net == "dynamic":
-            eject_chans.setdefault((path_index[ch.value], node_of_unit[ch.dst]), []).append(ch)
+            eject_chans.setdefault((path_index[ch.spec.name], node_of_unit[ch.spec.dst]), []).append(ch)
     flits_of: list[int] = []
     for p, route in enumerate(paths):
         bits = config.vector_bits if route.kind == "vector" else config.scalar_bits
@@ -347,7 +335,7 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                         if last:
                             targets = eject_chans[(buf.path, node)]
                             mask = packet_masks.get(pid, ())
-                            if any(len(ch.queue) >= ch.depth and not ch.dead for ch in targets if ch.idx in mask):
+                            if any(len(ch.queue) >= ch.spec.depth and not ch.dead for ch in targets if ch.idx in mask):
                                 continue
                     else:
                         down = buffers[(buf.path, out)]
@@ -419,26 +407,22 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                 continue
             if name in dram_rate and k * units[name].bytes_per_firing > dram_rate[name] * cycle + 1e-9:
                 continue  # the stream's share of the DRAM bandwidth has not yet delivered this request
-            ready = True
-            for ch in inputs[name]:
-                if k % ch.de == 0 and (not ch.queue or ch.queue[0] > cycle):
-                    ready = False
-                    break
+            ready = _inputs_ready(inputs[name], k, cycle)
             if ready:
                 last = k + 1 == firings[name]
                 sends_dynamic: set[int] = set()
                 for ch in outputs[name]:
-                    if ch.dead or not ((k + 1) % ch.se == 0 or last):
+                    if ch.dead or not ((k + 1) % ch.src_every == 0 or last):
                         continue
                     if ch.net == "dynamic":
-                        sends_dynamic.add(path_index[ch.value])
+                        sends_dynamic.add(path_index[ch.spec.name])
                     elif ch.occupied >= ch.cap:
                         ready = False
                         break
                 if ready:
                     for p in sends_dynamic:
                         # packets still in the producer's pipeline (or DRAM) plus the output buffer
-                        in_pipe = units[name].latency + (graph.dram_latency if units[name].kind == "dram" else 0)
+                        in_pipe = _pipeline_latency(units[name], graph)
                         if len(injection[p]) >= config.injection_buffer + in_pipe:
                             ready = False
                             break
@@ -448,7 +432,7 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
             unit = units[name]
             k = done[name]
             for ch in inputs[name]:
-                if k % ch.de == 0:
+                if k % ch.dst_every == 0:
                     ch.queue.popleft()
                     if ch.net == "static" and ch.credit_delay:
                         credits.setdefault(cycle + ch.credit_delay, []).append(ch)
@@ -456,23 +440,23 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                     elif ch.net != "dynamic":
                         ch.occupied -= 1
             last = k + 1 == firings[name]
-            out_latency = unit.latency + (graph.dram_latency if unit.kind == "dram" else 0)
+            out_latency = _pipeline_latency(unit, graph)
             masks: dict[int, set[int]] = {}
             static_sent: set[str] = set()
             for ch in outputs[name]:
-                if ch.dead or not ((k + 1) % ch.se == 0 or last):
+                if ch.dead or not ((k + 1) % ch.src_every == 0 or last):
                     continue
                 if ch.net == "dynamic":
-                    masks.setdefault(path_index[ch.value], set()).add(ch.idx)
+                    masks.setdefault(path_index[ch.spec.name], set()).add(ch.idx)
                     continue
                 ch.occupied += 1
                 pending.setdefault(cycle + out_latency + ch.delay, []).append(ch)
                 in_flight += 1
-                if ch.net == "static" and ch.value not in static_sent:
-                    static_sent.add(ch.value)
-                    cls = static_kind[ch.value]
-                    static_hops[cls] = static_hops.get(cls, 0.0) + static_tree_len[ch.value]
-                    static_sw[cls] = static_sw.get(cls, 0.0) + static_tree_len[ch.value] + 1
+                if ch.net == "static" and ch.spec.name not in static_sent:
+                    static_sent.add(ch.spec.name)
+                    cls = static_kind[ch.spec.name]
+                    static_hops[cls] = static_hops.get(cls, 0.0) + static_tree_len[ch.spec.name]
+                    static_sw[cls] = static_sw.get(cls, 0.0) + static_tree_len[ch.spec.name] + 1
             for p, mask in masks.items():
                 packet_seq += 1
                 packet_masks[packet_seq] = frozenset(mask)
@@ -484,9 +468,7 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
             first_fire.setdefault(name, cycle)
             last_fire[name] = cycle
             if last:
-                for ch in inputs[name]:
-                    ch.dead = True
-                    ch.queue.clear()
+                _close(inputs[name])
         if fired_any or moved or in_flight or arriving:
             idle = 0
         else:
@@ -496,27 +478,14 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
         cycle += 1
 
     deadlock = remaining > 0
-    blocked = []
-    if deadlock:
-        for name in order:
-            if done[name] < firings[name]:
-                waits = [ch.src for ch in inputs[name] if done[name] % ch.de == 0 and not ch.queue]
-                full = [ch.dst for ch in outputs[name] if not ch.dead and ch.net != "dynamic" and ch.occupied >= ch.cap]
-                blocked.append(f"{name} ({done[name]}/{firings[name]}): waits for {sorted(set(waits))[:3]}, "
-                               f"full outputs to {sorted(set(full))[:3]}")
-    busiest = max(graph.units, key=lambda u: u.firings) if graph.units else None
-    fill = first_fire.get(busiest.name, 0) if busiest is not None else 0
-    end = last_fire.get(busiest.name, cycle) if busiest is not None else cycle
-    steady = max(end - fill, 0)
-    drain = max(cycle - end, 0)
-    cycles = float(cycle) if scale == 1.0 else fill + steady / scale + drain
-    throughput = (busiest.firings / cycles) if (busiest and cycles > 0 and not deadlock) else 0.0
+    blocked = _blocked(order, done, firings, inputs, outputs) if deadlock else []  # dynamic links: cap ∞
+    cycles, throughput, fill = _extrapolate(graph, scale, cycle, first_fire, deadlock, last_fire)
     inv = 1.0 / scale
     static_nodes = {n for r in routes.values() if r.network == "static" for link in r.tree for n in link}
     static_nodes |= {r.source for r in routes.values() if r.network == "static"}
     dyn_nodes = {n for r in paths for link in r.tree for n in link} | {r.source for r in paths}
     return NocResult(
-        cycles=cycles, throughput=min(1.0, throughput), deadlock=deadlock, window_cycles=cycle, scale=scale,
+        cycles=cycles, throughput=throughput, deadlock=deadlock, window_cycles=cycle, scale=scale,
         fill_cycles=fill, blocked=blocked,
         static_switch_flits={k: v * inv for k, v in static_sw.items()},
         router_flits={k: v * inv for k, v in router_fl.items()},
