@@ -2,12 +2,14 @@
 
 Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget.
 lattice: CP-SAT proves 18 with the zero-retiming model of phase B; SCIP's phase-A partition already needs
-no retiming. kmeans is the slowest (SCIP proves 40 in 70–120 s on this shared 2-core machine, in the
-"distance" actor's joint phase). Left out, with the reason (see ``bench/sara_partition_bench.py`` and
+no retiming. kmeans: SCIP proves 40 in 16 s once the wall-clock backstop is out of the way (see
+``_deterministic_budget_only``). Left out, with the reason (see ``bench/sara_partition_bench.py`` and
 ``studies/sara_partition``): blackscholes — CP-SAT proves 16 (14 partitions + 2 retiming) in about 25 s,
 but the MILP backends do not: HiGHS needs 240 s for phase A alone (column-model covers stay cyclic);
 SCIP, even warm-started with CP-SAT's optimum, proves phase A (14) in 13 s but proves neither the
-zero-retiming model nor the one-retiming model infeasible within 110 s each (CP-SAT: 5 s).
+zero-retiming model nor the one-retiming model infeasible within 110 s each (CP-SAT: 5 s), nor the
+zero-retiming model on 14 slots within 300 s; the whole SCIP solve at a 600 s budget had not ended after
+21 minutes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import functools
 import pytest
 
 from solvermap.formulations import partition as formulation
+from solvermap.formulations import solver
 from solvermap.formulations.problems.partition import objective
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.partition import check
@@ -26,6 +29,15 @@ from solvermap.ir.workloads import build
 from solvermap.mappers.plasticine import decomposition, lowering, traversal
 
 AGREE = ["dotproduct", "outerproduct", "tpchq6", "lattice", "gda", "gemm", "kmeans", "logreg", "sgd", "lstm", "gru", "lenet"]
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_budget_only(monkeypatch):
+    """The deterministic budget alone decides, not the wall-clock backstop (4 × the budget + 2 s per solve):
+    SCIP's quick slot solve of kmeans's "distance" actor (2 s = 2,000 nodes) takes 16 s here, so the default
+    backstop cuts it at 10 s and what follows depends on machine load (108 s on an idle machine; the test
+    failed once with other jobs on the same two cores). With the backstop far away: 16 s, every time."""
+    monkeypatch.setattr(solver, "WALL_BACKSTOP", 20.0)
 
 
 @functools.cache
