@@ -403,8 +403,7 @@ def _canonical(problem: PartitionProblem, hint: PartitionDecision, order: list[s
 
 def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           min_bins: int | None = None, window: int | None = None, slots: int | None = None,
-          max_retiming: int | None = None, min_retiming: int = 0,
-          max_objective: float | None = None) -> PartitionModel:
+          max_retiming: int | None = None, min_retiming: int = 0) -> PartitionModel:
     """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
     ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
     bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0:
@@ -598,8 +597,6 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     if traffic:
         tr = {g.key: g.traffic for g in groups}
         terms.append(problem.weights.traffic * linear_sum(tr[key] * var for (key, _), var in y.items()))
-    if max_objective is not None:
-        m.add(linear_sum(terms) <= max_objective, "cutoff", "at most the target cost")
     m.minimize(linear_sum(terms))
 
     if hint is not None:
@@ -1409,12 +1406,11 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 
 def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
                  explain: bool, *, min_bins: int | None = None, max_retiming: int | None = None,
-                 min_retiming: int = 0, slots: int | None = None,
-                 max_objective: float | None = None) -> Solved[PartitionDecision]:
+                 min_retiming: int = 0, slots: int | None = None) -> Solved[PartitionDecision]:
     window = _window(problem, hint, slots) if variant == "ours" else None
     if variant == "ours":
         built = build(problem, config, hint, min_bins=min_bins, window=window, max_retiming=max_retiming,
-                      min_retiming=min_retiming, slots=slots, max_objective=max_objective)
+                      min_retiming=min_retiming, slots=slots)
     else:
         built = build_table42(problem, config, hint)
     solution = solve_milp(built.builder, config)
