@@ -64,6 +64,19 @@ def retiming_chain() -> PartitionProblem:
     return PartitionProblem(items, (bin_type,), links, acyclic=True, retiming=Retiming(1, 0), name="retime-chain")
 
 
+def two_skips() -> PartitionProblem:
+    """A chain a→…→f of one-stage items in two-stage bins, with skip links a→f and b→f: three bins at
+    least ({ab}{cd}{ef} is the only three-bin partition) and each skip waits one cycle beyond its hop
+    (buffer depth 0): 3 + 2; a fourth bin only adds crossings."""
+    names = "abcdef"
+    items = tuple(Item(n, {"stages": 1}) for n in names)
+    links = tuple(Link(u, v, kind="scalar") for u, v in zip(names, names[1:])) + (
+        Link("a", "f", src_port="skip", kind="scalar"), Link("b", "f", kind="scalar"),
+        Link("x", "a", kind="scalar"), Link("f", "out", kind="scalar"))
+    pcu = BinType("pcu", {"stages": 2}, inputs={"scalar": 3}, outputs={"scalar": 2})
+    return PartitionProblem(items, (pcu,), links, acyclic=True, retiming=Retiming(1, 0), name="two-skips")
+
+
 def merge_types() -> PartitionProblem:
     """Two bin types with counts, a max-reduced resource and a feasibility relation (Tables 4.3/4.4)."""
     items = (

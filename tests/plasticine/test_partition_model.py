@@ -174,7 +174,7 @@ ZERO_RETIMING_CASES = {
     "random-retime": CASES["random-retime"],  # likewise (buffer depth 0); the joint optimum is 4
     "random-retime-depth1": lambda: instances.random_dag(9, n=4, retiming=Retiming(1, 1)),
     "random7-retime": lambda: instances.random_dag(7, n=4, retiming=Retiming(1, 0)),
-    "two-skips": lambda: two_skips(),
+    "two-skips": instances.two_skips,
 }
 
 
@@ -196,7 +196,6 @@ def test_zero_retiming_model_reaches_the_enumerated_zero_retiming_optimum(case, 
     assert objective(problem, decision) == pytest.approx(expected)
 
 
-
 def _joint_without_proof(monkeypatch) -> None:
     """Phase B's uncapped joint model returns its warm start unproven, as when its share of the budget runs
     out (blackscholes), so that the capped steps after it run."""
@@ -216,19 +215,6 @@ def _one_bin_each(problem: PartitionProblem):
     return complete(problem, {n: k for k, n in enumerate(names)}, dict.fromkeys(range(len(names)), "pcu"))
 
 
-def two_skips() -> PartitionProblem:
-    """A chain a→…→f of one-stage items in two-stage bins, with skip links a→f and b→f: three bins at
-    least ({ab}{cd}{ef} is the only three-bin partition) and each skip waits one cycle beyond its hop
-    (buffer depth 0): 3 + 2; a fourth bin only adds crossings."""
-    names = "abcdef"
-    items = tuple(Item(n, {"stages": 1}) for n in names)
-    links = tuple(Link(u, v, kind="scalar") for u, v in zip(names, names[1:])) + (
-        Link("a", "f", src_port="skip", kind="scalar"), Link("b", "f", kind="scalar"),
-        Link("x", "a", kind="scalar"), Link("f", "out", kind="scalar"))
-    pcu = BinType("pcu", {"stages": 2}, inputs={"scalar": 3}, outputs={"scalar": 2})
-    return PartitionProblem(items, (pcu,), links, acyclic=True, retiming=Retiming(1, 0), name="two-skips")
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_fewest_bins_step_bounds_the_solutions_with_more_bins(backend, monkeypatch):
     """After the zero-retiming model (infeasible: every solution has ≥ 1 retiming bin), the step on phase
@@ -236,7 +222,7 @@ def test_fewest_bins_step_bounds_the_solutions_with_more_bins(backend, monkeypat
     infeasible too; solutions outside it have ≥ 2 retiming bins (≥ 3 + 2) or ≥ 4 bins (≥ 4 + 1): the
     optimum 5 is proven there, without the step on the incumbent's 5 slots."""
     _joint_without_proof(monkeypatch)
-    problem = two_skips()
+    problem = instances.two_skips()
     solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), _one_bin_each(problem))
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(optimum(problem)) == 5
     assert check(problem, solved.decision).ok
