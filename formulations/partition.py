@@ -1415,6 +1415,7 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
         built = build_table42(problem, config, hint)
     solution = solve_milp(built.builder, config)
     result = solution.result
+    work = _work(built.builder, result, config)  # the solver's own outcome (the status is relabelled below)
     decision = decode(problem, built, solution) if result.status.has_solution else None
     if decision is not None:
         result.objective = objective(problem, decision)  # the shared objective, also for table42
@@ -1439,7 +1440,7 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     if result.status == Status.INFEASIBLE and explain:
         explanation = explain_infeasible(built.builder, config)
     details = {"model_size": built.builder.size(), "slots": built.slots, "variant": variant, "window": window,
-               "work": _work(built.builder, solution.result, config)}
+               "work": work}
     if built.bound is not None:
         details["lower_bound"] = {"bins": built.bound.bins, "reason": built.bound.reason, "parts": built.bound.parts}
     return Solved(result, decision, explanation, details)
