@@ -55,6 +55,24 @@ Two phases (retiming problems) (A) the model without retiming: its optimum P* bi
           also min(·, (P* + 1) cheapest + w_ret r_min), r_min the retiming every solution needs (1 when the
           zero-retiming model is infeasible): the optimum often keeps P* bins (blackscholes: 14 + 2,
           proven on 14 slots in 16 s, 32 s on the incumbent's 25).
+Delay     relaxation (phase B on LP-based backends, ``retiming_search`` "auto" or "columns", for acyclic
+          retiming problems with enumerable convex bins and no fixed delays): the cover by convex bins, an
+          integer delay s[i] ∈ [0, H] per item, H = L·(S + #external values) (a schedule compresses so
+          that consecutive delays are ≤ L apart): s[d] − s[src] ≥ L(1 − together(src, d)) and
+          s[d] − s[src] ≤ H(1 − together(src, d)) per link, s[d] ≥ e[k] + L per external value,
+          s[d] ≥ s[src] per order link, and one retiming count per value,
+          (b_d + L)·R[g] ≥ s[d] − s[src] − L − b_d over its readers d. A relaxation: items of a bin are
+          tied only where linked (a bin's unlinked items may drift apart, the cover may be cyclic) and a
+          value's retiming is counted once, not per reading bin. Small and big-M-light, so its LP bounds
+          well where the slot model's does not (blackscholes: cost ≤ 15 refuted by SCIP in 10 s, HiGHS
+          proves 16 by minimising in about 25 s; SCIP proves neither capped slot model in 300 s).
+          Phase B then: (1) a large-neighbourhood search on the exact slot model from phase A's candidate
+          (:func:`_neighbourhood_search`: items of a few bins freed, the rest pinned, ``build(free=…)``),
+          on SEARCH_SHARE of the budget; (2) levels "relaxed cost ≤ v", v from the bound upwards in steps
+          of the objective's granularity q: a refuted level lifts the bound to v + q, the first level not
+          refuted stops (a satisfiable level is slow to solve: never more than LEVEL_SHARE of what is
+          left); (3) the search again. CP-SAT ("auto") keeps the capped slot models, which its
+          propagation proves fastest (blackscholes optimal in about 13 s).
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
           solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
           enumerated convex bins (x[c,τ] ∈ {0,1}, Σ_{c∋i} x = 1, min Σ κ x) is a relaxation; a cover
@@ -94,8 +112,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +124,9 @@ from solvermap.errors import ConfigError
 from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.problems.partition import (
     BinType,
+    Group,
+    GroupKey,
+    SourceKey,
     _topo,
     complete,
     cross_arcs,
@@ -403,11 +425,14 @@ def _canonical(problem: PartitionProblem, hint: PartitionDecision, order: list[s
 
 def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           min_bins: int | None = None, window: int | None = None, slots: int | None = None,
-          max_retiming: int | None = None, min_retiming: int = 0) -> PartitionModel:
+          max_retiming: int | None = None, min_retiming: int = 0,
+          free: Collection[str] | None = None) -> PartitionModel:
     """Variant ``ours`` (see the module docstring); ``min_bins`` is an externally proven bin-count bound;
     ``window`` restricts every item to slots within ``window`` of its warm-start slot (the model's own
     bound is then not a global bound); ``max_retiming`` / ``min_retiming`` bound the retiming bins (max 0:
-    the zero-retiming model, without retiming variables: every skew within the buffer)."""
+    the zero-retiming model, without retiming variables: every skew within the buffer); ``free`` (with a
+    warm start) keeps every other item in its warm-start slot, a neighbourhood of the large-neighbourhood
+    search (:func:`_neighbourhood_search`; no prefix rule, so a slot may empty; the bound is local)."""
     m = ModelBuilder(f"partition:{problem.name}")
     order = _item_order(problem)
     types = list(problem.bin_types)
@@ -436,6 +461,11 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
         for n in order:
             home = canonical.assignment[n]
             dom[n] = range(max(dom[n].start, home - window), min(dom[n].stop - 1, home + window) + 1)
+    if free is not None and canonical is not None:  # a neighbourhood: every other item stays where it is
+        for n in order:
+            home = canonical.assignment[n]
+            if n not in free and home in dom[n]:
+                dom[n] = range(home, home + 1)
 
     # variables ---------------------------------------------------------------------------
     w: dict[tuple[int, int], Any] = {}
@@ -464,7 +494,7 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     for b in range(S):
         if len(types) > 1:
             m.add(used(b) <= 1, "bin-type", f"one type {b}")
-        if b + 1 < S:
+        if b + 1 < S and free is None:  # (pinned items break the symmetry; a freed slot may empty)
             m.add(used(b + 1) <= used(b), "symmetry", f"prefix {b}")
 
     # capacity (sum resources; max resources are in the feasibility relation) ------------------
@@ -1008,6 +1038,92 @@ def quotient_acyclic(problem: PartitionProblem, assignment: dict[str, int]) -> b
     return True
 
 
+# ---------------------------------------------------------------------- the delay relaxation (retiming problems)
+
+
+@dataclass
+class DelayRelaxation:
+    """The column model with item delays (:func:`build_delay_relaxation`)."""
+
+    columns: ColumnModel
+    delay: dict[str, Any]  # s[i]: the delay of item i's bin
+    source: dict[SourceKey, Any]  # e[k]: the delay of external value k
+    retiming: dict[GroupKey, Any]  # R[g]: retiming bins of value g, counted once
+    horizon: int
+    cost: Any  # the relaxed objective (an expression)
+
+
+def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None,
+                           *, columns: list[Column], min_bins: int | None = None,
+                           level: float | None = None) -> DelayRelaxation:
+    """The delay relaxation of a retiming problem (module docstring): the exact cover by convex bins with a
+    delay per item, tied only across links. Minimises the relaxed objective; with ``level`` it is a
+    feasibility model "relaxed objective ≤ level" (a refuted level bounds the problem: every solution with
+    at most the warm start's slot count of bins, the ones that can beat it, costs more)."""
+    retiming = problem.retiming
+    if retiming is None or retiming.fixed_sources or retiming.fixed_sinks:
+        raise ConfigError("the delay relaxation takes a retiming problem without fixed delays")
+    cover = build_columns(problem, config, hint, columns=columns)
+    m = cover.builder
+    L, depth = retiming.hop_latency, retiming.buffer_depth
+    together = _together(cover)
+    cluster = {i.name: i.cluster for i in problem.items}
+    groups = problem.groups()
+
+    def external(g: Group, d: str) -> SourceKey | None:
+        return None if g.source_is_item and cluster[g.key[0]] == cluster[d] else (g.key[0], g.key[1], cluster[d])
+
+    keys = sorted({k for g in groups for d in g.forward_consumers if (k := external(g, d)) is not None})
+    horizon = L * (cover.slots + len(keys))  # compressed schedules: consecutive delays at most L apart
+    s = {n: m.integer(0, horizon, f"s[{n}]") for n in problem.item_names}
+    e = {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in keys}
+    r: dict[GroupKey, Any] = {}
+    linked: set[tuple[str, str]] = set()
+    for g in groups:
+        for d in g.forward_consumers:
+            key = external(g, d)
+            if key is None:
+                src = g.key[0]
+                both = together(src, d)
+                m.add(s[d] - s[src] >= L * (1 - both), "schedule", f"{src}->{d}")
+                m.add(s[d] - s[src] <= horizon * (1 - both), "schedule", f"{src}={d}")
+                start = s[src]
+                linked.add((src, d))
+            else:
+                start = e[key]
+                m.add(s[d] - start >= L, "schedule", f"ext {key[0]}->{d}")
+            if g.key not in r:
+                r[g.key] = m.integer(0, math.ceil(horizon / (depth + L)) + 1, f"R[{g.key[0]}.{g.key[1]}]")
+            m.add((depth + L) * r[g.key] >= s[d] - start - L - depth, "retiming", f"{g.key[0]}->{d}")
+    for src, d in problem.order_links():
+        if (src, d) not in linked and cluster[src] == cluster[d]:
+            m.add(s[d] >= s[src], "schedule", f"order {src}->{d}")
+    x = cover.x
+    types = problem.bin_types
+    cost = problem.weights.bins * linear_sum(types[k].cost * v for (c, k), v in x.items())
+    cost = cost + problem.weights.retiming * linear_sum(r.values())
+    if problem.weights.traffic > 0:
+        cost = cost + problem.weights.traffic * _column_traffic(problem, cover.columns, x)
+    if min_bins is not None and min_bins > 1:
+        m.add(linear_sum(x.values()) >= min_bins, "lower-bound", f"phase A optimum: {min_bins} bins")
+    if level is None:
+        m.minimize(cost)
+    else:
+        m.add(cost <= level, "level", f"relaxed objective <= {level:g}")
+        m.minimize(linear_sum([]))
+    if hint is not None and cover.builder.hints:  # the warm start's bins are columns: its delays too
+        for n, var in s.items():
+            m.hint(var, hint.delays.get(hint.assignment[n], 0))
+        for k, var in e.items():
+            m.hint(var, hint.source_delays.get(k, 0))
+        most: dict[GroupKey, int] = {}
+        for (src, port, _), v in hint.retiming.items():
+            most[src, port] = max(most.get((src, port), 0), v)
+        for key, var in r.items():
+            m.hint(var, most.get(key, 0))
+    return DelayRelaxation(cover, s, e, r, horizon, cost)
+
+
 # ---------------------------------------------------------------------- the literal variant (Table 4.2)
 
 
@@ -1138,7 +1254,7 @@ def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
 
 
 def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
-               explain: bool, *, use_columns: bool = True) -> Solved[PartitionDecision]:
+               explain: bool, *, use_columns: bool = True, search: str = "auto") -> Solved[PartitionDecision]:
     if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > CHUNK_ITEMS \
             and len(problem.clusters()) == 1 and all(t.count is None for t in problem.bin_types):
         chunks = _chunks(problem, hint)
@@ -1150,7 +1266,7 @@ def _solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionD
     columns = (lambda: convex_bins(problem, deadline=deadline)) \
         if variant == "ours" and problem.acyclic and use_columns else None
     if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
-        return _solve_two_phase(problem, config, hint, explain, columns)
+        return _solve_two_phase(problem, config, hint, explain, columns, search)
     return _solve_model(problem, config, hint, variant, explain, columns=columns)
 
 
@@ -1191,8 +1307,18 @@ RETIMING_CAPS = (0,)  # retiming caps solved before the incumbent's cap (see _so
 JOINT_FIRST_SHARE = 0.05  # share of phase B's budget for the uncapped joint model, before the caps
 
 
+def _by_columns(search: str, config: SolverConfig) -> bool:
+    """Phase B by the delay relaxation (``columns``) or by the slot model's retiming caps (``slots``);
+    ``auto``: columns on LP-based backends, whose bounds need a small, big-M-free LP, slots on CP-SAT,
+    whose propagation proves the capped slot models fastest (blackscholes: 13 s vs 49 s for one level)."""
+    if search not in RETIMING_SEARCHES:
+        raise ConfigError(f"unknown retiming search {search!r}; choose one of {', '.join(RETIMING_SEARCHES)}")
+    return search == "columns" or (search == "auto" and config.milp_backend() in LP_BACKENDS)
+
+
 def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None,
-                     explain: bool, columns: Callable[[], list[Column] | None] | None = None) -> Solved[PartitionDecision]:
+                     explain: bool, columns: Callable[[], list[Column] | None] | None = None,
+                     search: str = "auto") -> Solved[PartitionDecision]:
     """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
     best candidate has no retiming it is optimal. Otherwise (B) joint models with Σ bins ≥ P* and the best
@@ -1252,6 +1378,20 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     base, w_ret = lower, problem.weights.retiming
     bins_floor = min_bins if a.result.status == Status.OPTIMAL else None
     messages, results, last = ["two-phase: no-retiming optimum"], [a.result], None
+    fixed = problem.retiming.fixed_sources or problem.retiming.fixed_sinks  # (chunks; the relaxation has none)
+    cols = columns() if columns is not None and not fixed and _by_columns(search, config) else None
+    if cols is not None:  # LP-based backends: the delay relaxation and the neighbourhood search
+        best, lower, more = _phase_b_columns(problem, config, clock, best, candidate, lower, bins_floor, cols,
+                                             details, results)
+        details["work"] = clock.elapsed()
+        value = objective(problem, best)
+        lower = min(lower, value)
+        status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+        final = SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
+                            solver_version=results[-1].solver_version,
+                            limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
+                            message=", then ".join(messages + more))
+        return Solved(combine(results, final), best, [], details)
     least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
     # the uncapped joint model first, on a share of the budget: most actors are proven here, and their
     # partition does not depend on the caps below. The caps need phase A's proven bin count (a floor for
@@ -1327,6 +1467,177 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
                         solver_version=tail.solver_version,
                         limit_reached=status != Status.OPTIMAL and tail.limit_reached, message=", then ".join(messages))
     return Solved(combine(results, final), best, last.explanation if last is not None else [], details)
+
+
+LP_BACKENDS = ("highs", "scip", "gurobi", "cbc")  # LP-based branch and bound: phase B by columns (auto)
+RETIMING_SEARCHES = ("auto", "slots", "columns")
+NEIGHBOURHOOD_SLOTS = 4  # the search's first neighbourhoods: this many consecutive slots (by delay) ...
+NEIGHBOURHOOD_GROWTH = 2  # ... and this many more after a pass over all of them finds nothing
+NEIGHBOURHOOD_BUDGET = 2.0  # budget of one neighbourhood solve at most
+SEARCH_SHARE = 0.3  # share of phase B's budget for the first neighbourhood search
+LEVEL_SHARE = 0.2  # share of what is left for one level of the relaxation at most
+
+
+def _objective_step(problem: PartitionProblem) -> int | None:
+    """q such that every objective value is a multiple of q (integral costs and weights, no traffic), else None."""
+    if problem.weights.traffic > 0:
+        return None
+    coefficients = [problem.weights.bins * t.cost for t in problem.bin_types] + [problem.weights.retiming]
+    if any(abs(c - round(c)) > 1e-9 or c < 0 for c in coefficients):
+        return None
+    return math.gcd(*(int(round(c)) for c in coefficients)) or None
+
+
+def _neighbourhood_search(problem: PartitionProblem, config: SolverConfig, start: PartitionDecision, lower: float,
+                          bins_floor: int | None) -> Solved[PartitionDecision]:
+    """A large-neighbourhood search on the exact slot model (fix and optimise): with the incumbent's bins
+    sorted by delay, the items of ``size`` consecutive bins are freed and every other item stays in its
+    bin (``build(free=…)``); a better answer becomes the incumbent. Windows are visited in an order drawn
+    from ``config.seed``; a pass that finds nothing widens them by NEIGHBOURHOOD_GROWTH. Stops at
+    ``lower``, when the windows cover every bin, or when the budget is spent. The neighbourhood solves
+    prove nothing globally: the result has no bound."""
+    clock = WorkClock(config)
+    rng = random.Random(config.seed)
+    order = _item_order(problem)
+    best, value = start, objective(problem, start)
+    size = NEIGHBOURHOOD_SLOTS
+    steps: list[dict[str, Any]] = []
+    results: list[SolveResult] = []
+    spent = False
+    while value > lower + 1e-9 and not spent:
+        canonical = _canonical(problem, best, order)
+        slots = len(canonical.bins)
+        if size >= slots:
+            break
+        windows = [set(range(first, first + size)) for first in range(slots - size + 1)]
+        rng.shuffle(windows)
+        improved = False
+        for bins in _retimed_neighbourhoods(problem, canonical, size) + windows:
+            left = clock.left()
+            if left is not None and left < MIN_SOLVE_WORK:
+                spent = True
+                break
+            free = {n for n, b in canonical.assignment.items() if b in bins}
+            step_config = config if left is None else config.with_(time_limit_s=min(NEIGHBOURHOOD_BUDGET, left))
+            sub = _solve_slots(problem, step_config, canonical, "ours", False, min_bins=bins_floor, slots=slots,
+                               free=free)
+            clock.charge(_spent(sub))
+            results.append(sub.result)
+            found = objective(problem, sub.decision) if sub.decision is not None else None
+            steps.append({"bins": sorted(bins), "items": len(free), "status": str(sub.result.status),
+                          "objective": found, "solve_seconds": round(sub.result.solve_seconds, 2)})
+            if found is not None and found < value - 1e-9:
+                best, value, improved = sub.decision, found, True
+                break
+        if not improved:
+            size += NEIGHBOURHOOD_GROWTH
+    improved_any = value < objective(problem, start) - 1e-9
+    final = SolveResult(Status.FEASIBLE, value, None, None, backend=config.milp_backend(),
+                        solver_version=results[-1].solver_version if results else "",
+                        limit_reached=spent,
+                        message=f"neighbourhood search: {len(steps)} neighbourhoods, "
+                                f"{objective(problem, start):g} -> {value:g}")
+    final.solve_seconds = sum(r.solve_seconds for r in results)
+    return Solved(final, best if improved_any else start, [], {"steps": steps, "work": clock.elapsed()})
+
+
+def _retimed_neighbourhoods(problem: PartitionProblem, canonical: PartitionDecision, size: int) -> list[set[int]]:
+    """Per retimed value of ``canonical`` (slots by delay), in order: the bins of its producer and of its
+    retimed reader, each with its neighbours by delay, up to ``size`` bins (a value that waits joins bins far
+    apart, which a window of consecutive bins rarely frees together)."""
+    slots = len(canonical.bins)
+    out: list[set[int]] = []
+    for (src, _, q) in sorted(canonical.retiming, key=lambda k: (k[2], k[0], k[1])):
+        if q < 0:
+            continue
+        ends = [q] + ([canonical.assignment[src]] if src in canonical.assignment else [])
+        bins = set(ends)
+        reach = 1
+        while len(bins) < size and reach < slots:
+            for end in ends:
+                for b in (end - reach, end + reach):
+                    if 0 <= b < slots and len(bins) < size:
+                        bins.add(b)
+            reach += 1
+        if bins not in out:
+            out.append(bins)
+    return out
+
+
+def _solve_level(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision, columns: list[Column],
+                 bins_floor: int | None, level: float | None) -> Solved[PartitionDecision]:
+    """The delay relaxation at ``level`` (None: minimised). Its decision, when its cover is acyclic, is that
+    cover rescheduled exactly (:func:`complete`), a candidate; its status and bound are the relaxation's."""
+    built = build_delay_relaxation(problem, config, hint, columns=columns, min_bins=bins_floor, level=level)
+    solution = solve_milp(built.columns.builder, config)
+    decision = None
+    if solution.result.status.has_solution:
+        decision = decode_columns(problem, built.columns, solution)
+    details = {"model_size": built.columns.builder.size(), "columns": len(columns), "level": level,
+               "work": _work(built.columns.builder, solution.result, config)}
+    return Solved(solution.result, decision, [], details)
+
+
+def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: WorkClock, best: PartitionDecision,
+                     candidate: PartitionDecision | None, lower: float, bins_floor: int | None,
+                     columns: list[Column], details: dict[str, Any], results: list[SolveResult]
+                     ) -> tuple[PartitionDecision, float, list[str]]:
+    """Phase B for LP-based backends (module docstring, "Delay relaxation"): answers from the neighbourhood
+    search on the exact slot model, bounds from the delay relaxation. (1) The search from phase A's
+    candidate (its P* bins are what the optimum often keeps) on SEARCH_SHARE of the budget; (2) levels of
+    the relaxation, lowest first, while below the incumbent: a refuted level v lifts the bound to v + q
+    (q = :func:`_objective_step`), the first level not refuted ends them (without a step: the relaxation
+    minimised once, its bound); (3) the search again on what is left. Returns the best answer, the bound
+    and the phases' messages."""
+    value = objective(problem, best)
+    messages = []
+
+    def search(share: float, start: PartitionDecision) -> None:
+        nonlocal best, value
+        found = _neighbourhood_search(problem, _left(config, clock, share), start, lower, bins_floor)
+        clock.charge(_spent(found))
+        results.append(found.result)
+        details["phases"].append({"phase": "B (neighbourhood search)", "status": str(found.result.status),
+                                  "objective": found.result.objective, "bound": None,
+                                  "solve_seconds": found.result.solve_seconds,
+                                  "neighbourhoods": len(found.details["steps"])})
+        messages.append(found.result.message)
+        if objective(problem, found.decision) < value - 1e-9:
+            best, value = found.decision, objective(problem, found.decision)
+
+    search(SEARCH_SHARE, candidate if candidate is not None else best)
+    step = _objective_step(problem)
+    if step is None and value > lower + 1e-9:
+        relaxed = _solve_level(problem, _left(config, clock, 0.5), best, columns, bins_floor, None)
+        clock.charge(_spent(relaxed))
+        results.append(relaxed.result)
+        if relaxed.result.status == Status.INFEASIBLE:
+            lower = value  # no solution with fewer bins than the incumbent's slot count: the incumbent
+        elif relaxed.result.bound is not None:
+            lower = max(lower, relaxed.result.bound)
+        details["phases"].append({"phase": "B (delay relaxation)", "status": str(relaxed.result.status),
+                                  "objective": relaxed.result.objective, "bound": relaxed.result.bound,
+                                  "solve_seconds": relaxed.result.solve_seconds})
+        messages.append("delay relaxation")
+    while step is not None and value > lower + 1e-9:
+        left = clock.left()
+        if left is not None and left < MIN_SOLVE_WORK:
+            break
+        level = math.ceil(lower / step - 1e-9) * step
+        checked = _solve_level(problem, _left(config, clock, LEVEL_SHARE), best, columns, bins_floor, level)
+        clock.charge(_spent(checked))
+        results.append(checked.result)
+        details["phases"].append({"phase": f"B (level <= {level:g})", "status": str(checked.result.status),
+                                  "objective": None, "bound": None, "solve_seconds": checked.result.solve_seconds})
+        messages.append(f"level {level:g} " + ("refuted" if checked.result.status == Status.INFEASIBLE else "open"))
+        if checked.result.status != Status.INFEASIBLE:
+            if checked.decision is not None and objective(problem, checked.decision) < value - 1e-9:
+                best, value = checked.decision, objective(problem, checked.decision)
+            break
+        lower = level + step
+    if value > lower + 1e-9:
+        search(1.0, best)
+    return best, lower, messages
 
 
 QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model ...
@@ -1406,22 +1717,24 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
 
 def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
                  explain: bool, *, min_bins: int | None = None, max_retiming: int | None = None,
-                 min_retiming: int = 0, slots: int | None = None) -> Solved[PartitionDecision]:
-    window = _window(problem, hint, slots) if variant == "ours" else None
+                 min_retiming: int = 0, slots: int | None = None,
+                 free: Collection[str] | None = None) -> Solved[PartitionDecision]:
+    window = _window(problem, hint, slots) if variant == "ours" and free is None else None
     if variant == "ours":
         built = build(problem, config, hint, min_bins=min_bins, window=window, max_retiming=max_retiming,
-                      min_retiming=min_retiming, slots=slots)
+                      min_retiming=min_retiming, slots=slots, free=free)
     else:
         built = build_table42(problem, config, hint)
     solution = solve_milp(built.builder, config)
     result = solution.result
     work = _work(built.builder, result, config)  # the solver's own outcome (the status is relabelled below)
+    restricted = window is not None or free is not None
     decision = decode(problem, built, solution) if result.status.has_solution else None
     if decision is not None:
         result.objective = objective(problem, decision)  # the shared objective, also for table42
         if variant == "ours":
             certified = problem.weights.bins * built.bound.cost
-            if window is not None:  # a restricted search: only the combinatorial bound is global
+            if restricted:  # a restricted search: only the combinatorial bound is global
                 result.bound = certified
                 result.status = Status.OPTIMAL if result.objective <= certified + 1e-9 else Status.FEASIBLE
             else:
@@ -1431,7 +1744,7 @@ def _solve_slots(problem: PartitionProblem, config: SolverConfig, hint: Partitio
         if result.bound is not None:
             result.bound = min(result.bound, result.objective)
         result.gap = relative_gap(result.objective, result.bound)
-    if window is not None and result.status == Status.INFEASIBLE:  # only the window is empty, not the problem
+    if restricted and result.status == Status.INFEASIBLE:  # only the window is empty, not the problem
         result.status = Status.TIMEOUT_NO_SOLUTION
         result.message = "no solution in the window around the warm start"
     if decision is None and variant == "ours" and result.status != Status.INFEASIBLE:
@@ -1739,15 +2052,17 @@ def _schedule_holds(problem: PartitionProblem, decision: PartitionDecision) -> b
 
 
 def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
-          variant: str = "ours", explain: bool = True) -> Solved[PartitionDecision]:
+          variant: str = "ours", explain: bool = True, retiming_search: str = "auto") -> Solved[PartitionDecision]:
     """Solve ``problem``; clusters are solved one by one when no bin type has a finite count, and an
-    acyclic cluster of more than CHUNK_ITEMS items in chunks (:func:`_solve_chunked`)."""
+    acyclic cluster of more than CHUNK_ITEMS items in chunks (:func:`_solve_chunked`). ``retiming_search``
+    picks phase B of retiming problems (:func:`_by_columns`)."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    _by_columns(retiming_search, config)  # (validates the name)
     clusters = problem.clusters()
     separable = len(clusters) > 1 and all(t.count is None for t in problem.bin_types)
     if not separable:
-        return _solve_one(problem, config, hint, variant, explain)
+        return _solve_one(problem, config, hint, variant, explain, search=retiming_search)
     clock = WorkClock(config)
     names = sorted(clusters, key=lambda c: (len(clusters[c]), c))
     results: list[SolveResult] = []
@@ -1760,7 +2075,7 @@ def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
         sub_config = config
         if config.time_limit_s is not None:
             sub_config = _left(config, clock, 1.0 / (len(names) - k))
-        solved = _solve_one(sub, sub_config, _restrict(hint, members, {c}), variant, explain)
+        solved = _solve_one(sub, sub_config, _restrict(hint, members, {c}), variant, explain, search=retiming_search)
         clock.charge(_spent(solved))
         results.append(solved.result)
         details["components"].append({"cluster": c, "items": len(members), "status": str(solved.result.status),
@@ -1825,13 +2140,17 @@ class Variant:
     NAME = NAME
     KIND = KIND
 
-    def __init__(self, variant: str = "ours") -> None:
+    def __init__(self, variant: str = "ours", retiming_search: str = "auto") -> None:
         if variant not in VARIANTS:
             raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+        if retiming_search not in RETIMING_SEARCHES:
+            raise ConfigError(f"unknown retiming search {retiming_search!r}; "
+                              f"choose one of {', '.join(RETIMING_SEARCHES)}")
         self.variant = variant
+        self.retiming_search = retiming_search
 
     def solve(self, problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None) -> Solved:
-        return solve(problem, config, hint, variant=self.variant)
+        return solve(problem, config, hint, variant=self.variant, retiming_search=self.retiming_search)
 
     @staticmethod
     def diagnose(problem: PartitionProblem) -> str | None:

@@ -56,6 +56,7 @@ def partition_step(ctx: Context) -> DecisionRecord:
     retiming = bool(ctx.option("partition", "retiming", True))
     problem = lowering.partition_problem(graph, spec, retiming=retiming)
     variant = str(ctx.option("partition", "variant", "ours"))
+    search = str(ctx.option("partition", "retiming_search", "auto"))
 
     def validate(p, decision):
         vbg = lowering.vb_graph(graph, spec, decision)
@@ -64,7 +65,7 @@ def partition_step(ctx: Context) -> DecisionRecord:
         out["retiming_partitions"] = decision.retiming_bins
         return out
 
-    decision, record = run_decision(ctx, "partition", problem, formulation=partition_model.Variant(variant),
+    decision, record = run_decision(ctx, "partition", problem, formulation=partition_model.Variant(variant, search),
                                     checker=check, objective=objective,
                                     baselines=traversal.partition_baselines(problem), validate=validate,
                                     serialize=_serialize)

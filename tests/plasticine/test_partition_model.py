@@ -223,7 +223,8 @@ def test_fewest_bins_step_bounds_the_solutions_with_more_bins(backend, monkeypat
     optimum 5 is proven there, without the step on the incumbent's 5 slots."""
     _joint_without_proof(monkeypatch)
     problem = instances.two_skips()
-    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), _one_bin_each(problem))
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), _one_bin_each(problem),
+                               retiming_search="slots")
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(optimum(problem)) == 5
     assert check(problem, solved.decision).ok
     phases = [(p["phase"], p["status"]) for p in solved.details["phases"]]
@@ -237,7 +238,8 @@ def test_capped_steps_reach_the_enumerated_joint_optimum(case, backend, monkeypa
     every bound they claim below it."""
     _joint_without_proof(monkeypatch)
     problem = ZERO_RETIMING_CASES[case]()
-    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), _one_bin_each(problem))
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), _one_bin_each(problem),
+                               retiming_search="slots")
     expected = optimum(problem)
     assert solved.result.bound <= expected + 1e-9 and check(problem, solved.decision).ok
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(expected)

@@ -66,6 +66,17 @@ def test_literal_table42_variant_is_selectable():
     assert record.check.ok and record.details["variant"] == "table42"
 
 
+def test_retiming_search_is_a_mapper_option_and_a_bad_one_is_one_line(tmp_path):
+    proc = run_cli("solve", "partition", "--workload", "tpchq6", "--solver", "highs", "--time-limit", "10", "--json",
+                   "--set", "decisions.partition.retiming_search=columns", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["check"]["ok"] is True
+    proc = run_cli("solve", "partition", "--workload", "tpchq6", "--set", "decisions.partition.retiming_search=fast",
+                   tmp_path=tmp_path / "bad")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unknown retiming search 'fast'" in proc.stderr.strip().splitlines()[-1]
+
+
 def test_infeasible_pipeline_raises_before_solving():
     spec = load_target("plasticine", {"pcu.inputs.vector": 1})
     ctx = Context(workload=build("dotproduct", "plasticine"), target=spec, solver=SolverConfig(time_limit_s=5))
