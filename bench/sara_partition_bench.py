@@ -6,11 +6,15 @@
 2. ``scaling``: our formulation on graphs of 50 to 5,000 operations in one VB — generated layered
    random DAGs and app-derived graphs (copies of the Black-Scholes body in one actor) — solve time, gap
    to the certified lower bound, heuristic vs solver objective.
+3. ``backends`` (not in ``all``): phase B of the retiming problems on every backend with both retiming
+   searches (the capped slot models, or the delay relaxation with the neighbourhood search), one thread,
+   the default wall-clock backstop — for the apps given by ``--apps`` (default blackscholes: at the
+   default factor the only app whose SCIP solve reaches phase B).
 
-    nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure]
+    nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure|backends]
         [--apps a,b] [--sizes 50,100] [--update]   # --update: replace only the re-run rows
 
-Writes ``bench_optimum.csv``, ``bench_scaling.csv`` and ``bench.png`` under
+Writes ``bench_optimum.csv``, ``bench_scaling.csv``, ``bench_backends.csv`` and ``bench.png`` under
 ``studies/sara_partition/results/``. Wall-clock times on a shared 2-core machine are noisy; every solve has
 a time limit and an unfinished one is reported with its status, bound and gap.
 """
@@ -52,10 +56,11 @@ def best_heuristic(problem: PartitionProblem):
     return best
 
 
-def solve_row(problem: PartitionProblem, variant: str, time_limit: float, hint) -> dict:
+def solve_row(problem: PartitionProblem, variant: str, time_limit: float, hint, backend: str = "cpsat",
+              retiming_search: str = "auto") -> dict:
     start = time.perf_counter()
-    solved = model.solve(problem, SolverConfig(backend="cpsat", threads=1, time_limit_s=time_limit), hint,
-                         variant=variant)
+    solved = model.solve(problem, SolverConfig(backend=backend, threads=1, time_limit_s=time_limit), hint,
+                         variant=variant, retiming_search=retiming_search)
     wall = time.perf_counter() - start
     r = solved.result
     ok = solved.decision is not None and check(problem, solved.decision).ok
@@ -82,6 +87,23 @@ def optimum(time_limit: float, apps: list[str]) -> pd.DataFrame:
                    "heuristic": name, "heuristic_objective": value, **solve_row(problem, variant, time_limit, hint)}
             rows.append(row)
             print({k: row[k] for k in ("app", "variant", "status", "objective", "bound", "solve_seconds")}, flush=True)
+    return pd.DataFrame(rows)
+
+
+def backends(time_limit: float, apps: list[str]) -> pd.DataFrame:
+    from solvermap.formulations.solver import available_backends
+
+    rows = []
+    for app in apps:
+        problem = app_problem(app)
+        name, value, hint = best_heuristic(problem)
+        for backend in [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]:
+            for search in ("slots", "columns"):
+                row = {"app": app, "backend": backend, "retiming_search": search, "heuristic_objective": value,
+                       **solve_row(problem, "ours", time_limit, hint, backend, search)}
+                rows.append(row)
+                print({k: row[k] for k in ("app", "backend", "retiming_search", "status", "objective", "bound",
+                                           "wall_seconds")}, flush=True)
     return pd.DataFrame(rows)
 
 
@@ -213,14 +235,16 @@ def _merge(path: Path, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--part", choices=("optimum", "scaling", "all", "figure"), default="all",
+    parser.add_argument("--part", choices=("optimum", "scaling", "all", "figure", "backends"), default="all",
                         help="figure: redraw bench.png from the CSVs in --out")
-    parser.add_argument("--apps", default=",".join(APPS))
+    parser.add_argument("--apps", default=None, help="default: all 13 apps (backends: blackscholes)")
     parser.add_argument("--sizes", default="50,100,200,500,1000,2000,5000")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--update", action="store_true",
                         help="replace only the re-run rows (apps, or family × size) in --out's CSVs, keep the others")
     args = parser.parse_args()
+    if args.apps is None:
+        args.apps = "blackscholes" if args.part == "backends" else ",".join(APPS)
     unknown = [a for a in args.apps.split(",") if a not in APPS]
     if unknown:
         print(f"{Path(__file__).name}: --apps: unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}",
@@ -228,6 +252,12 @@ def main() -> None:
         sys.exit(2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.part == "backends":
+        table = backends(args.time_limit, args.apps.split(","))
+        if args.update:
+            table = _merge(out / "bench_backends.csv", table, ["app", "backend", "retiming_search"])
+        table.to_csv(out / "bench_backends.csv", index=False)
+        return
     opt = scale = None
     if args.part in ("optimum", "all"):
         opt = optimum(args.time_limit, args.apps.split(","))

@@ -1,15 +1,18 @@
 """CP-SAT and a MILP backend (SCIP) agree on the optimal partition of the apps at their default factor.
 
-Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget.
-lattice: CP-SAT proves 18 with the zero-retiming model of phase B; SCIP's phase-A partition already needs
-no retiming. kmeans: SCIP proves 40 in 16 s once the wall-clock backstop is out of the way (see
-``_deterministic_budget_only``). Left out, with the reason (see ``bench/sara_partition_bench.py`` and
-``studies/sara_partition``): blackscholes — CP-SAT proves 16 (14 partitions + 2 retiming) in about 25 s,
-but the MILP backends do not: HiGHS needs 240 s for phase A alone (column-model covers stay cyclic);
-SCIP, even warm-started with CP-SAT's optimum, proves phase A (14) in 13 s but proves neither the
-zero-retiming model nor the one-retiming model infeasible within 110 s each (CP-SAT: 5 s), nor the
-zero-retiming model on 14 slots within 300 s; the whole SCIP solve at a 600 s budget had not ended after
-21 minutes.
+Joint optimum (partitions + retiming partitions): every app whose MILP solve fits this test's budget. lattice:
+CP-SAT proves 18 with the zero-retiming model of phase B; SCIP's phase-A partition already needs no retiming.
+kmeans: SCIP proves 40 in 16 s once the wall-clock backstop is out of the way (see
+``_deterministic_budget_only``). Left out, with the reason (``bench/sara_partition_bench.py --part backends``,
+``bench_backends.csv``): blackscholes — CP-SAT proves 16 (14 partitions + 2 retiming) in about 14 s with the
+capped slot models, the MILP backends do not. Their phase B (``retiming_search="auto"``: the delay relaxation
+and the neighbourhood search) ends at 17 with bound 15 on HiGHS and SCIP within a 30 s budget (the slot
+models: HiGHS 23, SCIP 20, bound 14). The relaxation proves cost > 15 with a larger budget (SCIP 10 s
+standalone, HiGHS minimises it to 16 in about 25 s), but no search found a 16 reliably: SCIP's slot model with
+at most 2 retiming bins on 14 slots finds nothing in 300 s, and the neighbourhood search stalls at 17, a
+partition that differs from the optimum in most bins (8-bin windows with 20 s each reached 16 in 84 s once;
+7-bin windows with 10 s each reached 16 in 100 s with one of three seeds, 17 and 19 after 5 minutes with the
+others).
 """
 
 from __future__ import annotations
