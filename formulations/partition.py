@@ -66,13 +66,13 @@ Delay     relaxation (phase B on LP-based backends, ``retiming_search`` "auto" o
           value's retiming is counted once, not per reading bin. Small and big-M-light, so its LP bounds
           well where the slot model's does not (blackscholes: cost ≤ 15 refuted by SCIP in 10 s, HiGHS
           proves 16 by minimising in about 25 s; SCIP proves neither capped slot model in 300 s).
-          Phase B then: (1) a large-neighbourhood search on the exact slot model from phase A's candidate
-          (:func:`_neighbourhood_search`: items of a few bins freed, the rest pinned, ``build(free=…)``),
-          on SEARCH_SHARE of the budget; (2) levels "relaxed cost ≤ v", v from the bound upwards in steps
-          of the objective's granularity q: a refuted level lifts the bound to v + q, the first level not
+          Phase B then: (1) levels "relaxed cost ≤ v", v from the bound upwards in steps of the
+          objective's granularity q: a refuted level lifts the bound to v + q, the first level not
           refuted stops (a satisfiable level is slow to solve: never more than LEVEL_SHARE of what is
-          left); (3) the search again. CP-SAT ("auto") keeps the capped slot models, which its
-          propagation proves fastest (blackscholes optimal in about 13 s).
+          left), so an optimal incumbent is proven without search; (2) a large-neighbourhood search on
+          the exact slot model from phase A's candidate (:func:`_neighbourhood_search`: items of a few
+          bins freed, the rest pinned, ``build(free=…)``) on what is left. CP-SAT ("auto") keeps the
+          capped slot models, which its propagation proves fastest (blackscholes optimal in about 13 s).
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
           solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
           enumerated convex bins (x[c,τ] ∈ {0,1}, Σ_{c∋i} x = 1, min Σ κ x) is a relaxation; a cover
@@ -1474,7 +1474,6 @@ RETIMING_SEARCHES = ("auto", "slots", "columns")
 NEIGHBOURHOOD_SLOTS = 4  # the search's first neighbourhoods: this many consecutive slots (by delay) ...
 NEIGHBOURHOOD_GROWTH = 2  # ... and this many more after a pass over all of them finds nothing
 NEIGHBOURHOOD_BUDGET = 2.0  # budget of one neighbourhood solve at most
-SEARCH_SHARE = 0.3  # share of phase B's budget for the first neighbourhood search
 LEVEL_SHARE = 0.2  # share of what is left for one level of the relaxation at most
 
 
@@ -1583,12 +1582,12 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
                      columns: list[Column], details: dict[str, Any], results: list[SolveResult]
                      ) -> tuple[PartitionDecision, float, list[str]]:
     """Phase B for LP-based backends (module docstring, "Delay relaxation"): answers from the neighbourhood
-    search on the exact slot model, bounds from the delay relaxation. (1) The search from phase A's
-    candidate (its P* bins are what the optimum often keeps) on SEARCH_SHARE of the budget; (2) levels of
-    the relaxation, lowest first, while below the incumbent: a refuted level v lifts the bound to v + q
-    (q = :func:`_objective_step`), the first level not refuted ends them (without a step: the relaxation
-    minimised once, its bound); (3) the search again on what is left. Returns the best answer, the bound
-    and the phases' messages."""
+    search on the exact slot model, bounds from the delay relaxation. (1) Levels of the relaxation, lowest
+    first, while below the incumbent: a refuted level v lifts the bound to v + q (q =
+    :func:`_objective_step`), the first level not refuted ends them (without a step: the relaxation
+    minimised once, its bound) — an optimal warm start is proven here, without any search; (2) the
+    search from phase A's candidate (its P* bins are what the optimum often keeps) on what is left.
+    Returns the best answer, the bound and the phases' messages."""
     value = objective(problem, best)
     messages = []
 
@@ -1605,7 +1604,6 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
         if objective(problem, found.decision) < value - 1e-9:
             best, value = found.decision, objective(problem, found.decision)
 
-    search(SEARCH_SHARE, candidate if candidate is not None else best)
     step = _objective_step(problem)
     if step is None and value > lower + 1e-9:
         relaxed = _solve_level(problem, _left(config, clock, 0.5), best, columns, bins_floor, None)
@@ -1636,7 +1634,7 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
             break
         lower = level + step
     if value > lower + 1e-9:
-        search(1.0, best)
+        search(1.0, candidate if candidate is not None else best)
     return best, lower, messages
 
 
