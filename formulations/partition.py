@@ -64,7 +64,7 @@ Delay     relaxation (phase B on LP-based backends, ``retiming_search`` "auto" o
           (b_d + L)·R[g] ≥ s[d] − s[src] − L − b_d over its readers d. A relaxation: items of a bin are
           tied only where linked (a bin's unlinked items may drift apart, the cover may be cyclic) and a
           value's retiming is counted once, not per reading bin. Small and big-M-light, so its LP bounds
-          well where the slot model's does not (blackscholes: cost ≤ 15 refuted by SCIP in 10 s, HiGHS
+          well where the slot model's does not (blackscholes: cost ≤ 15 refuted by SCIP in 10–35 s, HiGHS
           proves 16 by minimising in about 25 s; SCIP proves neither capped slot model in 300 s).
           Phase B then: (1) levels "relaxed cost ≤ v", v from the bound upwards in steps of the
           objective's granularity q: a refuted level lifts the bound to v + q, the first level not
@@ -1299,6 +1299,17 @@ def _left(config: SolverConfig, clock: WorkClock, share: float = 1.0) -> SolverC
     return config.with_(time_limit_s=max(0.05, left * share))
 
 
+def _closing(value: float, lower: float, results: list[SolveResult], message: str) -> SolveResult:
+    """The result of a sequence of solves ``results`` whose best answer costs ``value`` and whose certified
+    bound is ``lower``: optimal when they meet; limit reached when not and any solve hit its limit."""
+    lower = min(lower, value)
+    status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
+    return SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
+                       solver_version=results[-1].solver_version,
+                       limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
+                       message=message)
+
+
 def _spent(solved: Solved[PartitionDecision]) -> float:
     return float(solved.details.get("work", 0.0))
 
@@ -1384,13 +1395,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
         best, lower, more = _phase_b_columns(problem, config, clock, best, candidate, lower, bins_floor, cols,
                                              details, results)
         details["work"] = clock.elapsed()
-        value = objective(problem, best)
-        lower = min(lower, value)
-        status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
-        final = SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
-                            solver_version=results[-1].solver_version,
-                            limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
-                            message=", then ".join(messages + more))
+        final = _closing(objective(problem, best), lower, results, ", then ".join(messages + more))
         return Solved(combine(results, final), best, [], details)
     least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
     # the uncapped joint model first, on a share of the budget: most actors are proven here, and their
@@ -1590,20 +1595,6 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
     Returns the best answer, the bound and the phases' messages."""
     value = objective(problem, best)
     messages = []
-
-    def search(share: float, start: PartitionDecision) -> None:
-        nonlocal best, value
-        found = _neighbourhood_search(problem, _left(config, clock, share), start, lower, bins_floor)
-        clock.charge(_spent(found))
-        results.append(found.result)
-        details["phases"].append({"phase": "B (neighbourhood search)", "status": str(found.result.status),
-                                  "objective": found.result.objective, "bound": None,
-                                  "solve_seconds": found.result.solve_seconds,
-                                  "neighbourhoods": len(found.details["steps"])})
-        messages.append(found.result.message)
-        if objective(problem, found.decision) < value - 1e-9:
-            best, value = found.decision, objective(problem, found.decision)
-
     step = _objective_step(problem)
     if step is None and value > lower + 1e-9:
         relaxed = _solve_level(problem, _left(config, clock, 0.5), best, columns, bins_floor, None)
@@ -1634,7 +1625,17 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
             break
         lower = level + step
     if value > lower + 1e-9:
-        search(1.0, candidate if candidate is not None else best)
+        start = candidate if candidate is not None else best
+        found = _neighbourhood_search(problem, _left(config, clock), start, lower, bins_floor)
+        clock.charge(_spent(found))
+        results.append(found.result)
+        details["phases"].append({"phase": "B (neighbourhood search)", "status": str(found.result.status),
+                                  "objective": found.result.objective, "bound": None,
+                                  "solve_seconds": found.result.solve_seconds,
+                                  "neighbourhoods": len(found.details["steps"])})
+        messages.append(found.result.message)
+        if objective(problem, found.decision) < value - 1e-9:
+            best = found.decision
     return best, lower, messages
 
 
@@ -1703,13 +1704,8 @@ def _solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     details["work"] = clock.elapsed()
     if best is None:
         return Solved(combine(results, cover.result), None, cover.explanation or first.explanation, details)
-    value = objective(problem, best)
-    lower = min(lower, value)
-    status = Status.OPTIMAL if value <= lower + 1e-9 else Status.FEASIBLE
-    final = SolveResult(status, value, lower, relative_gap(value, lower), backend=results[-1].backend,
-                        solver_version=results[-1].solver_version,
-                        limit_reached=status != Status.OPTIMAL and any(r.limit_reached for r in results),
-                        message="column model with cycle cuts, slot model" + (", slot model" if len(results) > 2 else ""))
+    final = _closing(objective(problem, best), lower, results,
+                     "column model with cycle cuts, slot model" + (", slot model" if len(results) > 2 else ""))
     return Solved(combine(results, final), best, [], details)
 
 

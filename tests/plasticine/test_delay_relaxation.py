@@ -8,18 +8,13 @@ import pytest
 
 from solvermap.errors import ConfigError
 from solvermap.formulations import partition as formulation
-from solvermap.formulations.problems.partition import PartitionProblem, Retiming, complete, objective
+from solvermap.formulations.problems.partition import Retiming, objective
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.partition import check
 
 from . import instances
 from .enumeration import optimum
-from .test_partition_model import BACKENDS, ZERO_RETIMING_CASES
-
-
-def _one_bin_each(problem: PartitionProblem):
-    names = [i.name for i in problem.items]
-    return complete(problem, {n: k for k, n in enumerate(names)}, dict.fromkeys(range(len(names)), "pcu"))
+from .test_partition_model import BACKENDS, ZERO_RETIMING_CASES, _one_bin_each
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
