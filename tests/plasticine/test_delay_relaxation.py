@@ -64,6 +64,7 @@ def test_neighbourhood_search_never_ends_worse_than_its_start_and_repeats_itself
     again = formulation._neighbourhood_search(problem, config, start, 0.0, None)
     assert check(problem, first.decision).ok
     assert objective(problem, first.decision) <= objective(problem, start)
+
     def visited(solved):  # (wall seconds aside)
         return [{k: v for k, v in step.items() if k != "solve_seconds"} for step in solved.details["steps"]]
 

@@ -67,6 +67,8 @@ def test_literal_table42_variant_is_selectable():
 
 
 def test_retiming_search_is_a_mapper_option_and_a_bad_one_is_one_line(tmp_path):
+    """The option reaches the formulation, which validates it (tpchq6 is proven in phase A, so this does
+    not exercise phase B: the column path is tested in test_delay_relaxation.py)."""
     proc = run_cli("solve", "partition", "--workload", "tpchq6", "--solver", "highs", "--time-limit", "10", "--json",
                    "--set", "decisions.partition.retiming_search=columns", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
