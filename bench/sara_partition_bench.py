@@ -7,9 +7,9 @@
    random DAGs and app-derived graphs (copies of the Black-Scholes body in one actor) — solve time, gap
    to the certified lower bound, heuristic vs solver objective.
 3. ``backends`` (not in ``all``): phase B of the retiming problems on every backend with both retiming
-   searches (the capped slot models, or the delay relaxation with the neighbourhood search), one thread,
-   the default wall-clock backstop — for the apps given by ``--apps`` (default blackscholes: at the
-   default factor the only app whose SCIP solve reaches phase B).
+   searches (the capped slot models, or the delay relaxation with the layered column model and the
+   neighbourhood search), one thread, the default wall-clock backstop — for the apps given by ``--apps``
+   (default blackscholes: at the default factor the only app whose SCIP solve reaches phase B).
 
     nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure|backends]
         [--apps a,b] [--sizes 50,100] [--update]   # --update: replace only the re-run rows

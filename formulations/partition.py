@@ -66,13 +66,19 @@ Delay     relaxation (phase B on LP-based backends, ``retiming_search`` "auto" o
           value's retiming is counted once, not per reading bin. Small and big-M-light, so its LP bounds
           well where the slot model's does not (blackscholes: cost ≤ 15 refuted by SCIP in 10–35 s, HiGHS
           proves 16 by minimising in about 25 s; SCIP proves neither capped slot model in 300 s).
-          Phase B then: (1) levels "relaxed cost ≤ v", v from the bound upwards in steps of the
-          objective's granularity q: a refuted level lifts the bound to v + q, the first level not
-          refuted stops (a satisfiable level is slow to solve: never more than LEVEL_SHARE of what is
-          left), so an optimal incumbent is proven without search; (2) a large-neighbourhood search on
-          the exact slot model from phase A's candidate (:func:`_neighbourhood_search`: items of a few
-          bins freed, the rest pinned, ``build(free=…)``) on what is left. CP-SAT ("auto") keeps the
-          capped slot models, which its propagation proves fastest (blackscholes optimal in about 13 s).
+          Phase B then alternates (1) answers from the layered column model
+          (:mod:`~solvermap.formulations.partition_layers`: a convex bin at a layer t runs at delay L·t,
+          a primal model whose time-indexed LP suits LP-based branch and bound) with T₀, T₀ + 1, …,
+          T₀ + LAYER_EXTRA layers, T₀ the fewest its windows allow, at most LAYER_SHARE of what is left
+          each; and (2) levels "relaxed cost ≤ v", v from the bound upwards in steps of the objective's
+          granularity q: a refuted level lifts the bound to v + q, the first level not refuted ends the
+          levels (a satisfiable level is slow to solve: never more than LEVEL_SHARE of what is left). So
+          an optimal incumbent is proven without search (blackscholes on SCIP: T = 8 gives 17, level 14
+          refuted, T = 9 gives 16, level 15 refuted: optimal). (3) With the gap still open, a
+          large-neighbourhood search on the exact slot model from phase A's candidate
+          (:func:`_neighbourhood_search`: items of a few bins freed, the rest pinned, ``build(free=…)``)
+          on what is left. CP-SAT ("auto") keeps the capped slot models, which its propagation proves
+          fastest (blackscholes optimal in about 13 s).
 Columns   (acyclic, no retiming, when at most COLUMN_BUDGET convex bins exist) after a short slot-model
           solve: every bin of an acyclic partition is convex, so an exact cover of the items by the
           enumerated convex bins (x[c,τ] ∈ {0,1}, Σ_{c∋i} x = 1, min Σ κ x) is a relaxation; a cover
@@ -121,6 +127,7 @@ from typing import Any
 import numpy as np
 
 from solvermap.errors import ConfigError
+from solvermap.formulations import partition_layers as layers
 from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.problems.partition import (
     BinType,
@@ -1480,6 +1487,9 @@ NEIGHBOURHOOD_SLOTS = 4  # the search's first neighbourhoods: this many consecut
 NEIGHBOURHOOD_GROWTH = 2  # ... and this many more after a pass over all of them finds nothing
 NEIGHBOURHOOD_BUDGET = 2.0  # budget of one neighbourhood solve at most
 LEVEL_SHARE = 0.2  # share of what is left for one level of the relaxation at most
+LAYER_SHARE = 0.5  # share of what is left for one layered column model at most
+LAYER_EXTRA = 2  # layer counts tried above the fewest a layered solution needs
+LAYER_PAIRS = 150_000  # column × layer pairs of one layered model at most
 
 
 def _objective_step(problem: PartitionProblem) -> int | None:
@@ -1586,13 +1596,14 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
                      candidate: PartitionDecision | None, lower: float, bins_floor: int | None,
                      columns: list[Column], details: dict[str, Any], results: list[SolveResult]
                      ) -> tuple[PartitionDecision, float, list[str]]:
-    """Phase B for LP-based backends (module docstring, "Delay relaxation"): answers from the neighbourhood
-    search on the exact slot model, bounds from the delay relaxation. (1) Levels of the relaxation, lowest
-    first, while below the incumbent: a refuted level v lifts the bound to v + q (q =
-    :func:`_objective_step`), the first level not refuted ends them (without a step: the relaxation
-    minimised once, its bound) — an optimal warm start is proven here, without any search; (2) the
-    search from phase A's candidate (its P* bins are what the optimum often keeps) on what is left.
-    Returns the best answer, the bound and the phases' messages."""
+    """Phase B for LP-based backends (module docstring, "Delay relaxation"): answers from the layered column
+    model and the neighbourhood search, bounds from the delay relaxation. (1) In turn, while the gap is
+    open: the layered model with the next layer count (T₀ … T₀ + LAYER_EXTRA; none after a solve stopped
+    by its limit), and the lowest level of the relaxation not yet refuted: a refuted level v lifts the
+    bound to v + q (q = :func:`_objective_step`), the first level not refuted ends the levels (without a
+    step: the relaxation minimised once, its bound, before the turns) — an optimal incumbent is proven
+    here; (2) the neighbourhood search from phase A's candidate (its P* bins are what the optimum often
+    keeps) on what is left. Returns the best answer, the bound and the phases' messages."""
     value = objective(problem, best)
     messages = []
     step = _objective_step(problem)
@@ -1608,22 +1619,41 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
                                   "objective": relaxed.result.objective, "bound": relaxed.result.bound,
                                   "solve_seconds": relaxed.result.solve_seconds})
         messages.append("delay relaxation")
-    while step is not None and value > lower + 1e-9:
+    # answers from the layered model (T₀, T₀ + 1, …), bounds from the levels, one of each in turn
+    T = layers.fewest_layers(problem, columns) if layers.applicable(problem) is None else None
+    last_layers = T + LAYER_EXTRA if T is not None else None
+    levels = step is not None
+    while value > lower + 1e-9 and (T is not None or levels):
         left = clock.left()
         if left is not None and left < MIN_SOLVE_WORK:
             break
-        level = math.ceil(lower / step - 1e-9) * step
-        checked = _solve_level(problem, _left(config, clock, LEVEL_SHARE), best, columns, bins_floor, level)
-        clock.charge(_spent(checked))
-        results.append(checked.result)
-        details["phases"].append({"phase": f"B (level <= {level:g})", "status": str(checked.result.status),
-                                  "objective": None, "bound": None, "solve_seconds": checked.result.solve_seconds})
-        messages.append(f"level {level:g} " + ("refuted" if checked.result.status == Status.INFEASIBLE else "open"))
-        if checked.result.status != Status.INFEASIBLE:
-            if checked.decision is not None and objective(problem, checked.decision) < value - 1e-9:
-                best, value = checked.decision, objective(problem, checked.decision)
-            break
-        lower = level + step
+        if T is not None:
+            found = _solve_layers(problem, _left(config, clock, LAYER_SHARE), T, bins_floor, columns)
+            if found is not None:
+                clock.charge(_spent(found))
+                results.append(found.result)
+                details["phases"].append({"phase": f"B (layered, T = {T})", "status": str(found.result.status),
+                                          "objective": found.result.objective, "bound": None,
+                                          "solve_seconds": found.result.solve_seconds})
+                messages.append(found.result.message)
+                if found.decision is not None and objective(problem, found.decision) < value - 1e-9:
+                    best, value = found.decision, objective(problem, found.decision)
+            # a larger T is a larger model: not after a solve stopped by its limit
+            T = T + 1 if found is not None and not found.result.limit_reached and T < last_layers else None
+        if levels and value > lower + 1e-9:
+            level = math.ceil(lower / step - 1e-9) * step
+            checked = _solve_level(problem, _left(config, clock, LEVEL_SHARE), best, columns, bins_floor, level)
+            clock.charge(_spent(checked))
+            results.append(checked.result)
+            details["phases"].append({"phase": f"B (level <= {level:g})", "status": str(checked.result.status),
+                                      "objective": None, "bound": None, "solve_seconds": checked.result.solve_seconds})
+            messages.append(f"level {level:g} " + ("refuted" if checked.result.status == Status.INFEASIBLE else "open"))
+            if checked.result.status == Status.INFEASIBLE:
+                lower = level + step
+            else:  # the first level not refuted ends the levels (a satisfiable level is slow to solve)
+                levels = False
+                if checked.decision is not None and objective(problem, checked.decision) < value - 1e-9:
+                    best, value = checked.decision, objective(problem, checked.decision)
     if value > lower + 1e-9:
         start = candidate if candidate is not None else best
         found = _neighbourhood_search(problem, _left(config, clock), start, lower, bins_floor)
@@ -1637,6 +1667,26 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, clock: Wor
         if objective(problem, found.decision) < value - 1e-9:
             best = found.decision
     return best, lower, messages
+
+
+def _solve_layers(problem: PartitionProblem, config: SolverConfig, T: int, bins_floor: int | None,
+                  columns: list[Column]) -> Solved[PartitionDecision] | None:
+    """The layered column model with ``T`` layers (:mod:`~solvermap.formulations.partition_layers`), a
+    primal model: its answer is a solution, its status says how the T-layer search ended, and its result
+    carries no bound (the solver's bound holds for T layers only). None when the model would exceed
+    LAYER_PAIRS column × layer pairs."""
+    if layers.layer_windows(problem, columns, T).pairs > LAYER_PAIRS:
+        return None
+    built = layers.build_layers(problem, columns=columns, layers=T, min_bins=bins_floor)
+    solution = solve_milp(built.builder, config)
+    decision = layers.decode_layers(problem, built, solution) if solution.result.status.has_solution else None
+    found = objective(problem, decision) if decision is not None else None
+    status = solution.result.status
+    status = Status.FEASIBLE if status == Status.OPTIMAL else status  # optimal for T layers only
+    result = dataclasses.replace(solution.result, status=status, objective=found, bound=None, gap=None,
+                                 message=f"layered T={T}: " + (f"{found:g}" if found is not None else str(status)))
+    details = {"model_size": built.builder.size(), "layers": T, "work": _work(built.builder, solution.result, config)}
+    return Solved(result, decision, [], details)
 
 
 QUICK_SLOT_SECONDS = 2.0  # the first slot-model solve of an acyclic problem, before the column model ...
