@@ -8,7 +8,10 @@ Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to D
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from typing import Annotated, Any
 
 import typer
@@ -72,6 +75,26 @@ def _defaults(workload: str | None, target: str | None) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
+    """With ``--json`` stdout holds the JSON object alone, but solver libraries print from native code
+    (HiGHS 1.12 writes a debug line to the process's stdout in some MIP solves), so while the pipeline
+    runs file descriptor 1 points at stderr, and so does ``sys.stdout``."""
+    if not as_json:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet):
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import RunDirectory
@@ -88,7 +111,8 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
 
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
                   progress=progress)
-    result = pipeline.run(ctx, upto=upto)
+    with _stdout_for_json_only(as_json):
+        result = pipeline.run(ctx, upto=upto)
     if upto is not None:
         payload = result.records[-1].to_json()
     else:

@@ -1,6 +1,7 @@
 """The CLI contract: --json keys, run directories, one-line errors with exit code 2."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -46,6 +47,17 @@ def test_solve_json_has_the_documented_keys(monkeypatch, capsys, tmp_path, toy_t
                if sum(items.weights[i] for i in c) <= 10)
     assert data["solver"]["objective"] == best and data["check"]["ok"]
     assert data["baseline"]["name"] == "greedy-ratio" and data["baseline"]["objective"] <= best
+
+
+def test_native_prints_during_a_json_run_go_to_stderr(capfd):
+    """A solver library writing to file descriptor 1 from native code (HiGHS does) cannot spoil --json."""
+    with cli._stdout_for_json_only(True):
+        os.write(1, b"native solver noise\n")
+        print("python noise")
+    sys.stdout.write('{"a": 1}\n')
+    out, err = capfd.readouterr()
+    assert json.loads(out) == {"a": 1}
+    assert "native solver noise" in err and "python noise" in err
 
 
 def test_every_run_writes_a_complete_run_directory(monkeypatch, capsys, tmp_path, toy_target):
