@@ -131,7 +131,6 @@ from solvermap.formulations import partition_layers as layers
 from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.problems.partition import (
     BinType,
-    Group,
     GroupKey,
     SourceKey,
     _topo,
@@ -661,13 +660,8 @@ def _retiming_block(m: ModelBuilder, model: PartitionModel, dom, a, groups, zero
     L, depth = problem.retiming.hop_latency, problem.retiming.buffer_depth
     cluster = {i.name: i.cluster for i in problem.items}
 
-    def ext_key(g, d) -> tuple[str, str, str] | None:
-        """The value is external to d's cluster (schedules are per cluster)."""
-        if g.source_is_item and cluster[g.key[0]] == cluster[d]:
-            return None
-        return (g.key[0], g.key[1], cluster[d])
-
-    ext_keys = sorted({k for g in groups for d in g.forward_consumers if (k := ext_key(g, d)) is not None})
+    ext_key = problem.external_source  # (schedules are per cluster)
+    ext_keys = problem.external_sources()
     fixed = {k: v for k, v in problem.retiming.fixed_sources if k in set(ext_keys)}
     # fixed delays keep their differences, shifted to start at 0 (with readers outside: the caller's clock)
     base = 0 if problem.retiming.fixed_sinks else min(fixed.values(), default=0)
@@ -1077,10 +1071,8 @@ def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint
     cluster = {i.name: i.cluster for i in problem.items}
     groups = problem.groups()
 
-    def external(g: Group, d: str) -> SourceKey | None:
-        return None if g.source_is_item and cluster[g.key[0]] == cluster[d] else (g.key[0], g.key[1], cluster[d])
-
-    keys = sorted({k for g in groups for d in g.forward_consumers if (k := external(g, d)) is not None})
+    external = problem.external_source
+    keys = problem.external_sources()
     horizon = L * (cover.slots + len(keys))  # compressed schedules: consecutive delays at most L apart
     s = {n: m.integer(0, horizon, f"s[{n}]") for n in problem.item_names}
     e = {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in keys}

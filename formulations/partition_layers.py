@@ -191,12 +191,8 @@ def build_layers(problem: PartitionProblem, *, columns: Sequence[ColumnLike], la
     members = [frozenset(col.members) for col in columns]
     groups = problem.groups()
 
-    def external(g, d: str) -> SourceKey | None:
-        if g.source_is_item and cluster[g.key[0]] == cluster[d]:
-            return None
-        return (g.key[0], g.key[1], cluster[d])
-
-    keys = sorted({k for g in groups for d in g.forward_consumers if (k := external(g, d)) is not None})
+    external = problem.external_source
+    keys = problem.external_sources()
     source = {(v, t): m.binary(f"e[{v[0]}.{v[1]}@{v[2]},{t}]") for v in keys for t in range(T)}
 
     # assignment and type counts --------------------------------------------------------------------

@@ -245,6 +245,21 @@ class PartitionProblem:
         object.__setattr__(self, "_groups", out)
         return out
 
+    def external_source(self, group: Group, reader: str) -> SourceKey | None:
+        """The delay slot of ``group``'s value as item ``reader`` reads it: None when the source is an item
+        of the reader's cluster (the value has that item's delay), else (source, port, reader's cluster),
+        an external value scheduled on that cluster's clock."""
+        items = self._item_map()
+        cluster = items[reader].cluster
+        if group.source_is_item and items[group.key[0]].cluster == cluster:
+            return None
+        return (group.key[0], group.key[1], cluster)
+
+    def external_sources(self) -> list[SourceKey]:
+        """Every external value read by a forward link, sorted (one delay each)."""
+        return sorted({k for g in self.groups() for d in g.forward_consumers
+                       if (k := self.external_source(g, d)) is not None})
+
     def order_links(self) -> list[tuple[str, str]]:
         """Item→item links that constrain acyclicity (forward, both ends items), deduplicated."""
         items = self._item_map()
@@ -407,18 +422,17 @@ def objective(problem: PartitionProblem, decision: PartitionDecision) -> float:
 def cross_arcs(problem: PartitionProblem, assignment: Mapping[str, int]) -> list[tuple[Any, int, GroupKey]]:
     """Forward data arcs into bins: (producer bin, or ('ext', source key) when the value is external to
     the consumer's cluster, consumer bin, group), deduplicated. Same-bin arcs are left out."""
-    items = {i.name: i for i in problem.items}
     arcs = []
     for g in problem.groups():
         for c in g.forward_consumers:
             q = assignment[c]
-            cluster = items[c].cluster
-            if g.source_is_item and items[g.key[0]].cluster == cluster:
+            key = problem.external_source(g, c)
+            if key is None:
                 src_bin: Any = assignment[g.key[0]]
                 if src_bin == q:
                     continue
             else:
-                src_bin = ("ext", (g.key[0], g.key[1], cluster))
+                src_bin = ("ext", key)
             arcs.append((src_bin, q, g.key))
     return list(dict.fromkeys(arcs))
 
