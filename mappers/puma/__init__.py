@@ -115,7 +115,7 @@ def _partition(ctx: Context) -> None:
 
 
 def make_placement_problem(ctx: Context):
-    from solvermap.mappers.puma.placement_problem import make_problem
+    from solvermap.hardware.puma.placement_problem import make_problem
 
     return make_problem(ctx.state["partition"], _spec(ctx), variant=ctx.option("place", "variant", "hierarchical"),
                         extra_tiles=int(ctx.option("place", "extra_tiles", 0)),
@@ -129,7 +129,7 @@ def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -
     """Simulated performance and bytes of one placement (used by the pipeline and the study)."""
     from solvermap.hardware.puma.performance_sim import simulate
     from solvermap.mappers.puma.communication import insert, summary
-    from solvermap.mappers.puma.placement_problem import hop_weighted_bytes, level_bytes, link_loads
+    from solvermap.hardware.puma.placement_problem import hop_weighted_bytes, level_bytes, link_loads
 
     comm = insert(problem, decision)
     perf = simulate(problem.partition, decision, comm, problem.spec, dict(problem.io_positions), inferences=inferences, chunks=chunks)
@@ -152,7 +152,7 @@ def _place(ctx: Context):
     from solvermap.hardware.checks.puma_placement import check
     from solvermap.mappers.puma import hierarchical_placement
     from solvermap.mappers.puma.baselines import BASELINES
-    from solvermap.mappers.puma.placement_problem import objective
+    from solvermap.hardware.puma.placement_problem import objective
 
     problem = make_placement_problem(ctx)
     inferences = int(ctx.option("validate", "inferences", 4))

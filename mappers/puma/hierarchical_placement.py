@@ -45,8 +45,8 @@ from solvermap.formulations import placement as shared
 from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.problems.placement import Item, Net, Placement, PlacementProblem, Site
 from solvermap.formulations.solver import SolveResult, SolverConfig, Status, relative_gap
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem, hop_weighted_bytes
 from solvermap.hardware.puma.program import PumaPlacement, Slot
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem, hop_weighted_bytes
 
 NAME = "puma_tile_placement"
 KIND = "milp"

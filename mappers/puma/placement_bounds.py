@@ -55,8 +55,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import IO_INPUT, IO_OUTPUT, PumaPlacement
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem
 
 
 # --------------------------------------------------------------------------- structure

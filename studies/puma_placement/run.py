@@ -49,7 +49,7 @@ from solvermap.mappers.puma.baselines import BASELINES
 from solvermap.mappers.puma.crossbar_partition import partition
 from solvermap.mappers.puma.frontend import lower
 from solvermap.hardware.checks.puma_placement import check
-from solvermap.mappers.puma.placement_problem import make_problem, objective
+from solvermap.hardware.puma.placement_problem import make_problem, objective
 
 WORKLOADS = ["mlp_l4", "mlp_l5", "lstm_lm", "lenet", "vgg"]
 HERE = Path(__file__).parent

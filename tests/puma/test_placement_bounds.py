@@ -7,9 +7,9 @@ import pytest
 from solvermap.formulations import placement as shared
 from solvermap.formulations.problems.placement import Placement
 from solvermap.formulations.solver import SolverConfig, Status
+from solvermap.hardware.puma.placement_problem import level_bytes, make_problem, objective
 from solvermap.mappers.puma import hierarchical_placement, placement_bounds
 from solvermap.mappers.puma.baselines import BASELINES
-from solvermap.mappers.puma.placement_problem import level_bytes, make_problem, objective
 
 
 @pytest.fixture(scope="module")
