@@ -30,8 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 
 
 def quantize(x: np.ndarray, bits: int, signed: bool = True) -> np.ndarray:
@@ -74,6 +78,26 @@ def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Genera
         diff = w_hat - q[:, None, :]
         out[start:start + chunk] = np.abs(diff).sum(axis=2) if kind == "l1" else (diff * diff).sum(axis=2)
     return out
+
+
+def kernel_decisions(kernel: PromiseKernel, f: float, rng: np.random.Generator, *, data_bits: int = 8,
+                     weight_bits: int = 7) -> np.ndarray:
+    """A PROMISE kernel's decisions with every task on the functional model at swing factor ``f``.
+
+    Dot-product kernels read W once per query block (:func:`noisy_dot`), distance kernels per element
+    (:func:`noisy_distance`); the kernel's own rule turns the scores into decisions. linreg's four sums
+    (Σx, Σy, Σ(x−x̄)(y−ȳ), Σ(x−x̄)²) are each one charge-sharing aggregation at ``f``.
+    """
+    if kernel.kind == "linreg":
+        def aggregate(a: np.ndarray, b: np.ndarray) -> float:
+            return float(noisy_dot(a[None, :], b[:, None], f, rng, data_bits=data_bits, weight_bits=weight_bits)[0, 0])
+
+        return np.array([kernel.slope(aggregate)])
+    if kernel.kind == "dot":
+        scores = noisy_dot(kernel.x, kernel.w.T, f, rng, data_bits=data_bits, weight_bits=weight_bits)
+    else:
+        scores = noisy_distance(kernel.x, kernel.w, f, rng, kernel.kind, data_bits=data_bits, weight_bits=weight_bits)
+    return kernel.decide(scores)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from solvermap.formulations.problems.knob_mapping import INPUT, OUTPUT, KnobProb
 from solvermap.formulations.problems.swing import LEVELS, SwingProblem, precision_bits, sakr_cost
 from solvermap.hardware.approxhpvm import KNOBS
 from solvermap.hardware.approxhpvm.gpu_cost import Cost, launch_cost
-from solvermap.hardware.approxhpvm.promise_sim import kernel_energy
+from solvermap.hardware.approxhpvm.promise_sim import kernel_decisions, kernel_energy
 from solvermap.hardware.approxhpvm.soc_sim import (
     edge_cost,
     layer_promise_cost,
@@ -266,8 +266,8 @@ def swing_problem_kernel(kernel, spec, *, p_m: float, runs: int = 3, seed: int =
                 values.append(_linreg_mismatch(kernel, spec, levels, rng))
             else:
                 level = levels[tasks[0]]
-                values.append(kernel.mismatch(kernel.decisions(p.f(level), rng, data_bits=p.data_bits,
-                                                               weight_bits=p.weight_bits)))
+                values.append(kernel.mismatch(kernel_decisions(kernel, p.f(level), rng, data_bits=p.data_bits,
+                                                              weight_bits=p.weight_bits)))
         return float(np.mean(values))
 
     if len(tasks) == 1:
