@@ -28,12 +28,14 @@ statically). The end-to-end validation couples the NoC simulator with the datafl
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import networkx as nx
 
 from solvermap.errors import ConfigError, InfeasibleError
 from solvermap.formulations import link_split as split_model
@@ -198,21 +200,16 @@ def _backpressure(view: NetworkView) -> list[tuple[str, str, str]]:
             out_nets.setdefault(ch.src, set()).add(ch.name)
         elif ch.init_tokens == 0 and ch.src != ch.dst and view.pb_of_unit[ch.src] == view.pb_of_unit.get(ch.dst):
             local.setdefault(ch.src, set()).add(ch.dst)
+    inside = nx.DiGraph([(u, w) for u, ws in local.items() for w in ws])
     pairs = set()
     for ch in view.sim.channels:
         if ch.name not in routed or ch.init_tokens > 0 or view.pb_of_unit[ch.src] == view.pb_of_unit[ch.dst]:
             continue
-        seen = {ch.dst}
-        queue = deque([ch.dst])
-        while queue:
-            u = queue.popleft()
+        waits = {ch.dst} | (nx.descendants(inside, ch.dst) if ch.dst in inside else set())
+        for u in waits:
             for b in out_nets.get(u, ()):
                 if b != ch.name:
                     pairs.add((ch.name, b, view.pb_of_unit[ch.dst]))
-            for w in local.get(u, ()):
-                if w not in seen:
-                    seen.add(w)
-                    queue.append(w)
     return sorted(pairs)
 
 
@@ -251,27 +248,24 @@ def greedy_placement(problem: PlacementProblem) -> Placement | None:
     nets_of = _net_index(problem)
     degree = {it.name: sum(problem.nets[k].weight for k in nets_of[it.name]) for it in problem.items}
     items = {it.name: it for it in problem.items}
-    adjacency: dict[str, set[str]] = {n: set() for n in items}
+    graph = nx.Graph()
+    graph.add_nodes_from(items)
     for net in problem.nets:
-        members = list(dict.fromkeys((net.source, *net.sinks)))
-        for a in members:
-            adjacency[a].update(m for m in members if m != a)
+        graph.add_edges_from(itertools.combinations(dict.fromkeys((net.source, *net.sinks)), 2))
     rows = [s.coord[0] for s in problem.sites]
     cols = [s.coord[1] for s in problem.sites]
     centre = ((min(rows) + max(rows)) / 2, (min(cols) + max(cols)) / 2)
+
+    def by_degree(names):
+        return sorted(names, key=lambda n: (-degree[n], n))
+
     order: list[str] = []
-    seen: set[str] = set()
-    for start in sorted(items, key=lambda n: (-degree[n], n)):
-        if start in seen:
-            continue
-        queue = deque([start])
-        seen.add(start)
-        while queue:
-            a = queue.popleft()
-            order.append(a)
-            for b in sorted(adjacency[a] - seen, key=lambda n: (-degree[n], n)):
-                seen.add(b)
-                queue.append(b)
+    order_set: set[str] = set()
+    for start in by_degree(items):  # breadth first from the most connected item of each component
+        if start not in order_set:
+            component = [start, *(b for _, b in nx.bfs_edges(graph, start, sort_neighbors=by_degree))]
+            order += component
+            order_set.update(component)
     free = {s.name for s in problem.sites}
     where: dict[str, str] = {}
     for name in order:
