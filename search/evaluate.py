@@ -27,11 +27,13 @@ import importlib
 import math
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError
+from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
 from solvermap.search.study_file import Cap, StudyFile
@@ -223,12 +225,13 @@ class Evaluator:
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
         reason = ""
-        for ref in self.study.workloads:
-            try:
-                per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-            except (InfeasibleError, InputError, ConfigError) as exc:
-                reason = f"{ref.name}: {exc}"
-                break
+        with trial_dir.logging() if trial_dir is not None else nullcontext():
+            for ref in self.study.workloads:
+                try:
+                    per_workload[ref.name] = self._map_one(ref, config, trial_dir)
+                except (InfeasibleError, InputError, ConfigError) as exc:
+                    reason = f"{ref.name}: {exc}"
+                    break
         cache = {}
         if self.cache is not None:
             after = self.cache.stats()
@@ -243,7 +246,8 @@ class Evaluator:
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
                                                   "cache": cache, "seconds": result.seconds})
-            trial_dir.log(f"{'feasible' if result.feasible else 'infeasible: ' + result.reason}")
+            with trial_dir.logging():
+                LOG.info("feasible" if result.feasible else f"infeasible: {result.reason}")
         return result
 
     def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
@@ -266,8 +270,7 @@ class Evaluator:
             raise ConfigError(f"solver settings {changes}: {str(exc).splitlines()[0]}") from None
 
         def progress(message: str) -> None:
-            if trial_dir is not None:
-                trial_dir.log(f"{ref.name}: {message}")
+            LOG.info("%s: %s", ref.name, message)
 
         ctx = Context(workload=built, target=spec, solver=solver, options=parts["decisions"], seed=self.study.seed,
                       progress=progress, solve_cache=self.cache)

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from typing import Annotated, Any
 
 import typer
@@ -97,21 +97,16 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
 
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet):
     from solvermap.mappers.pipeline import Context
-    from solvermap.runs import RunDirectory
+    from solvermap.runs import LOG, RunDirectory, console_logging
 
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
     run.write_yaml("config.yaml", config.model_dump())
     run.write_environment()
 
-    def progress(message: str) -> None:
-        run.log(message)
-        if not quiet:
-            err_console.print(f"[dim]· {message}[/dim]", highlight=False)
-
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
-                  progress=progress)
-    with _stdout_for_json_only(as_json):
+                  progress=LOG.info)
+    with run.logging(), nullcontext() if quiet else console_logging(err_console), _stdout_for_json_only(as_json):
         result = pipeline.run(ctx, upto=upto)
     if upto is not None:
         payload = result.records[-1].to_json()

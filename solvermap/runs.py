@@ -7,7 +7,12 @@ Layout::
         environment.json   python, platform, package and solver versions, git commit
         records.json       the JSON records the command printed (or would print with --json)
         tables/*.parquet   tabular results (also *.csv for a quick look)
-        log.txt            progress messages
+        log.txt            progress messages ("HH:MM:SS message", UTC)
+
+Progress messages are stdlib ``logging`` records of the ``solvermap`` logger (:data:`LOG`, level INFO).
+While :meth:`RunDirectory.logging` is open a plain ``FileHandler`` appends them to the run's ``log.txt``;
+while :func:`console_logging` is open rich's ``RichHandler`` (:class:`ProgressHandler`) draws each as a dim
+``· message`` line on the console (the CLI's stderr, unless ``--quiet``).
 """
 
 from __future__ import annotations
@@ -15,14 +20,22 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import json
+import logging
 import platform
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
+from rich.console import Console
+from rich.highlighter import NullHighlighter
+from rich.logging import RichHandler
+from rich.text import Text
 
 from solvermap.errors import InputError
 from solvermap.results import to_jsonable
@@ -30,6 +43,8 @@ from solvermap.results import to_jsonable
 PACKAGES = ("solvermap", "ortools", "highspy", "pyscipopt", "cvxpy", "clarabel", "scs", "ecos", "pyomo", "networkx",
             "numpy", "scipy", "pandas", "pyarrow", "optuna", "pydantic", "onnx", "scikit-learn", "gurobipy", "submitit")
 DEFAULT_ROOT = Path("runs")
+LOG = logging.getLogger("solvermap")
+LOG_FILE = "log.txt"
 
 
 class RunDirectory:
@@ -75,13 +90,53 @@ class RunDirectory:
         frame.to_csv(tables / f"{name}.csv", index=False)
         return tables / f"{name}.parquet"
 
-    def log(self, message: str) -> None:
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%H:%M:%S")
-        with open(self.path / "log.txt", "a") as handle:
-            handle.write(f"{stamp} {message}\n")
+    @contextmanager
+    def logging(self) -> Iterator[None]:
+        """While open, every message of the ``solvermap`` logger is appended to this run's ``log.txt``."""
+        handler = logging.FileHandler(self.path / LOG_FILE, encoding="utf-8", delay=True)
+        formatter = logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S")
+        formatter.converter = time.gmtime
+        handler.setFormatter(formatter)
+        with _attached(handler):
+            yield
 
     def write_environment(self) -> Path:
         return self.write_json("environment.json", environment())
+
+
+class ProgressHandler(RichHandler):
+    """rich's logging handler, drawing each record as one dim ``· message`` line (no time, level or path
+    columns, no markup or highlighting of the message) and wrapped as the console wraps its prints."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console=console, show_time=False, show_level=False, show_path=False, markup=False,
+                         highlighter=NullHighlighter(), keywords=[])
+        self.setFormatter(logging.Formatter("· %(message)s"))
+
+    def render(self, *, record: logging.LogRecord, traceback: Any, message_renderable: Text) -> Text:
+        message_renderable.stylize("dim")
+        return message_renderable
+
+
+@contextmanager
+def console_logging(console: Console) -> Iterator[None]:
+    """While open, every message of the ``solvermap`` logger is drawn on ``console``."""
+    with _attached(ProgressHandler(console)):
+        yield
+
+
+@contextmanager
+def _attached(handler: logging.Handler) -> Iterator[None]:
+    level = LOG.level
+    if LOG.getEffectiveLevel() > logging.INFO:
+        LOG.setLevel(logging.INFO)
+    LOG.addHandler(handler)
+    try:
+        yield
+    finally:
+        LOG.removeHandler(handler)
+        handler.close()
+        LOG.setLevel(level)
 
 
 def environment() -> dict[str, Any]:

@@ -34,6 +34,12 @@ def test_feasible_trial_reports_pipeline_metrics_and_solver_stats(tmp_path):
     assert (trial_dir / "params.yaml").exists() and (trial_dir / "tasks" / "records.json").exists()
 
 
+def test_a_trial_log_has_each_workloads_progress_and_the_verdict(tmp_path):
+    _evaluator(tmp_path).evaluate(BASE, number=0)
+    lines = [line.split(" ", 1)[1] for line in (tmp_path / "trials" / "000000" / "log.txt").read_text().splitlines()]
+    assert lines[-1] == "feasible" and lines[:-1] and all(line.startswith("tasks: ") for line in lines[:-1])
+
+
 def test_infeasible_mapping_is_a_constrained_trial_not_an_exception(tmp_path):
     # lanes 2 x stages 2 = 4 < the widest task (width 7): the pack decision is infeasible
     result = _evaluator(tmp_path).evaluate({**BASE, "target.lanes": 2}, number=1)
