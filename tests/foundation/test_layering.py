@@ -32,8 +32,14 @@ def test_installed_package_imports_follow_the_layers():
     assert not violations, "layering broken:\n" + "\n".join(map(str, violations))
 
 
-def test_every_declared_model_part_is_a_module_of_the_package():
-    assert set(MODEL_PARTS) <= set(modules(installed_roots()))
+def test_every_declared_model_part_is_a_module_of_the_package_with_no_decision_of_its_own():
+    found = modules(installed_roots())
+    assert set(MODEL_PARTS) <= set(found)
+    for name in MODEL_PARTS:
+        tree = ast.parse(found[name].read_text())
+        top = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+        top |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert not top & {"NAME", "KIND", "solve"}, f"{name} declares a decision: it is a formulation, not a model part"
 
 
 # ---------------------------------------------------------------------------------------------- planted
