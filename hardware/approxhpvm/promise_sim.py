@@ -82,17 +82,14 @@ def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Genera
 
 def kernel_decisions(kernel: PromiseKernel, f: float, rng: np.random.Generator, *, data_bits: int = 8,
                      weight_bits: int = 7) -> np.ndarray:
-    """A PROMISE kernel's decisions with every task on the functional model at swing factor ``f``.
+    """A single-task PROMISE kernel's decisions with its task on the functional model at swing factor ``f``.
 
     Dot-product kernels read W once per query block (:func:`noisy_dot`), distance kernels per element
-    (:func:`noisy_distance`); the kernel's own rule turns the scores into decisions. linreg's four sums
-    (Σx, Σy, Σ(x−x̄)(y−ȳ), Σ(x−x̄)²) are each one charge-sharing aggregation at ``f``.
+    (:func:`noisy_distance`); the kernel's own rule turns the scores into decisions. (linreg has four tasks,
+    each at its own swing: the ApproxHPVM mapper aggregates its sums task by task.)
     """
     if kernel.kind == "linreg":
-        def aggregate(a: np.ndarray, b: np.ndarray) -> float:
-            return float(noisy_dot(a[None, :], b[:, None], f, rng, data_bits=data_bits, weight_bits=weight_bits)[0, 0])
-
-        return np.array([kernel.slope(aggregate)])
+        raise ValueError("linreg has four tasks with a swing each; run its sums task by task")
     if kernel.kind == "dot":
         scores = noisy_dot(kernel.x, kernel.w.T, f, rng, data_bits=data_bits, weight_bits=weight_bits)
     else:

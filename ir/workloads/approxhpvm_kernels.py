@@ -16,7 +16,7 @@ The digits are 8×8 and are upsampled to 16×16 (N = 256) to match the seed's 16
 Each kernel is one PROMISE AbstractTask (L747), except ``linreg`` with four (mean, mean, square, sign_mult).
 :meth:`PromiseKernel.decisions` runs the kernel exactly; the PROMISE functional model
 (``solvermap.hardware.approxhpvm.promise_sim.kernel_decisions``) runs it at a swing and applies the kernel's
-own decision rule (:meth:`PromiseKernel.decide`, :meth:`PromiseKernel.slope`), so the IR knows no hardware.
+own decision rule (:meth:`PromiseKernel.decide`), so the IR knows no hardware.
 The mismatch is p_model − p_PROMISE (L782): the accuracy the PROMISE run loses against the exact run,
 measured on the true labels. For ``linreg``, which is not a classifier (the seed leaves it out of its swing
 study, L869), it is the relative error of the slope.
@@ -24,7 +24,6 @@ study, L869), it is the relative error of the slope.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -79,15 +78,14 @@ class PromiseKernel:
         votes = self.labels[nearest]
         return np.array([np.bincount(v, minlength=10).argmax() for v in votes])
 
-    def slope(self, aggregate: Callable[[np.ndarray, np.ndarray], float] | None = None) -> float:
-        """linreg: slope = Σ(x−x̄)(y−ȳ) / Σ(x−x̄)², every Σ a·b taken by ``aggregate`` (exact when None)."""
-        agg = aggregate or (lambda a, b: float(a @ b))
+    def slope(self) -> float:
+        """linreg, exactly: slope = Σ(x−x̄)(y−ȳ) / Σ(x−x̄)²."""
         x, y = self.x[:, 0], self.y
         n = len(x)
         ones = np.ones(n)
-        mx, my = agg(x, ones) / n, agg(y, ones) / n
+        mx, my = float(x @ ones) / n, float(y @ ones) / n
         dx, dy = x - mx, y - my
-        return agg(dx, dy) / agg(dx, dx)
+        return float(dx @ dy) / float(dx @ dx)
 
     def decisions(self) -> np.ndarray:
         """The exact run's decisions (the slope for linreg)."""
