@@ -1,17 +1,22 @@
-"""The solve cache keys on all the code a solve reaches, stores JSON only, never unpickles."""
+"""The solve cache keys on all the code a solve reaches, stores JSON only, never unpickles; study imports need consent."""
 
 from __future__ import annotations
 
 import json
 import pickle
+import subprocess
 import sys
 
 import pytest
 
+from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
 from solvermap.mappers.decisions import DECISIONS, PARTITION
 from solvermap.mappers.pipeline import Decision
 from solvermap.search.cache import SolveCache, decision_digest, module_files, source_digest
+from solvermap.search.explore import explore
+from solvermap.search.study_file import parse_study
+from tests.search.conftest import SOLVERMAP, subprocess_env, toy_study, write_study
 from tests.search.toy_family import PACK, PackProblem, lpt
 
 FORMULATION = {
@@ -121,3 +126,25 @@ def test_a_planted_pickle_in_the_study_cache_is_never_unpickled(tmp_path):
     solved = cache.solve(None, PACK, problem, config, None)
     assert solved.details["cache"] == "miss" and solved.result.objective == 4
     assert not marker.exists()
+
+
+def test_study_imports_without_allow_imports_are_refused_before_anything_is_written(study_file, tmp_path):
+    with pytest.raises(InputError, match="imports.*--allow-imports"):
+        explore(study_file, out=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_refuses_study_imports_in_one_line_without_allow_imports(tmp_path):
+    path = write_study(tmp_path / "toy.yaml")
+    run = subprocess.run([SOLVERMAP, "explore", str(path), "--out", str(tmp_path / "out"), "-n", "1"],
+                         capture_output=True, text=True, env=subprocess_env(), timeout=120)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 2 and len(lines) == 1 and "--allow-imports" in lines[0]
+
+
+def test_a_study_option_the_decision_does_not_take_is_refused_at_load():
+    from solvermap.search.evaluate import Evaluator
+
+    study = parse_study(toy_study(decisions={"pack": {"varient": 1}}), "typo.yaml")
+    with pytest.raises(InputError, match="decisions.pack.varient: unknown option"):
+        Evaluator(study, None, source="typo.yaml", allow_imports=True)

@@ -18,7 +18,7 @@ from tests.search.toy_family import PACK, PackProblem, check, objective
 
 
 def _evaluator(tmp_path=None, **changes) -> Evaluator:
-    return Evaluator(parse_study(toy_study(**changes), "toy"), tmp_path)
+    return Evaluator(parse_study(toy_study(**changes), "toy"), tmp_path, allow_imports=True)
 
 
 BASE = {"target.pes": 2, "target.lanes": 4, "target.network": "static"}
