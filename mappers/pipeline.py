@@ -274,6 +274,7 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         """What ``solvermap decisions --json`` shows."""
         return {"name": self.name, "summary": self.summary, "kind": self.kind, "backends": list(self.backends),
+                **({"preferred_backend": self.preferred_backend} if self.preferred_backend else {}),
                 "sense": self.sense, "problem": qualified_name(self.problem_type),
                 "decision": qualified_name(self.decision_type), "solve": qualified_name(self.solve),
                 "formulation": list(self.modules), "objective": qualified_name(self.objective),

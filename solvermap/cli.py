@@ -272,12 +272,12 @@ def decisions_command(as_json: JsonOpt = False) -> None:
         sys.stdout.write(json.dumps(items, indent=2) + "\n")
         return
     table = Table(title="decisions", header_style="bold")
-    for col in ("decision", "families", "kind", "checker", "baselines", "options", "summary"):
+    for col in ("decision", "families", "kind", "baselines", "options", "summary"):
         table.add_column(col)
     for r in items:
         options = [k for k in r["options"].get("properties", {}) if k != "solver"]
-        table.add_row(r["name"], ", ".join(r["families"]), r["kind"], r["checker"].split(":")[0].rsplit(".", 1)[-1],
-                      ", ".join(b["name"] for b in r["baselines"]), ", ".join(options) or "-", r["summary"])
+        table.add_row(r["name"], ", ".join(r["families"]), r["kind"], ", ".join(b["name"] for b in r["baselines"]),
+                      ", ".join(options) or "-", r["summary"])
     out_console.print(table)
 
 

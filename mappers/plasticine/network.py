@@ -443,11 +443,17 @@ def _commit(net: RouteNet, tree: tuple[Link, ...], load: dict[tuple[str, Link], 
         load[(cls, e)] = load.get((cls, e), 0) + 1
 
 
-def greedy_routes(problem: RoutingProblem) -> Routes | None:
-    """Greedy Steiner router, heaviest logical link first; None when some link finds no tree."""
+def greedy_routes(problem: RoutingProblem, fixed: Mapping[str, tuple[Link, ...]] | None = None) -> Routes | None:
+    """Greedy Steiner router, heaviest logical link first, around the ``fixed`` trees; None when some link
+    finds no tree."""
     load: dict[tuple[str, Link], int] = {}
     trees: dict[str, tuple[Link, ...]] = {}
+    for name, tree in (fixed or {}).items():
+        trees[name] = tuple(tree)
+        _commit(problem.net(name), trees[name], load)
     for net in sorted(problem.nets, key=lambda n: (-n.weight * len(n.sinks), n.name)):
+        if net.name in trees:
+            continue
         tree = greedy_tree(problem, net, _usable(problem, net, load))
         if tree is None:
             return None
@@ -465,22 +471,9 @@ def xy_routes(problem: RoutingProblem) -> Routes:
 def split_greedy_routes(problem: RoutingProblem, ctx: Context) -> Routes | None:
     """The split decision's static trees (``ctx.state["split"]``), the dynamic links by the greedy router
     around them."""
-    split = ctx.state["split"]
-    load: dict[tuple[str, Link], int] = {}
-    trees = {}
-    for n in problem.nets:
-        if n.network == STATIC and n.name in split.routes.trees:
-            trees[n.name] = tuple(split.routes.trees[n.name])
-            _commit(n, trees[n.name], load)
-    for n in sorted(problem.nets, key=lambda n: (-n.weight * len(n.sinks), n.name)):
-        if n.name in trees:
-            continue
-        tree = greedy_tree(problem, n, _usable(problem, n, load))
-        if tree is None:
-            return None
-        trees[n.name] = tree
-        _commit(n, tree, load)
-    return Routes(trees, assign_tracks(problem, trees))
+    static = ctx.state["split"].routes.trees
+    return greedy_routes(problem, {n.name: static[n.name] for n in problem.nets
+                                   if n.network == STATIC and n.name in static})
 
 
 def greedy_split(problem: SplitProblem) -> Split | None:
