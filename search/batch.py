@@ -39,6 +39,7 @@ class WorkerJob:
     index: int
     timeout_s: float | None = None
     sys_path: tuple[str, ...] = ()
+    allow_imports: bool = False  # the submitter's --allow-imports (the study's imports: run in every worker)
 
 
 def batch_worker(job: WorkerJob) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def batch_worker(job: WorkerJob) -> dict[str, Any]:
             handle.write(f"{_dt.datetime.now().strftime('%H:%M:%S')} {message}\n")
 
     write(f"worker {job.index} pid {os.getpid()} on {os.uname().nodename} starts")
-    evaluator = Evaluator(sdir.spec, sdir.path, source=sdir.source)
+    evaluator = Evaluator(sdir.spec, sdir.path, source=sdir.source, allow_imports=job.allow_imports)
     handle = open_study(sdir.spec, job.url, n_trials=job.n_trials, worker=job.index, create=False, source=sdir.source)
 
     def on_trial(number: int, result: Any, finished: int) -> None:
@@ -100,7 +101,8 @@ def make_executor(kind: str, folder: Path, workers: int, *, timeout_min: int, pa
 
 def submit(study_path: str | Path, *, executor: str, workers: int, storage: str | None = None,
            n_trials: int | None = None, out: str | Path | None = None, timeout_min: int = 24 * 60,
-           partition: str | None = None, cpus: int = 1, mem_gb: float | None = None) -> tuple[Any, Any, list[Any]]:
+           partition: str | None = None, cpus: int = 1, mem_gb: float | None = None,
+           allow_imports: bool = False) -> tuple[Any, Any, list[Any]]:
     """Prepare the study and submit the workers; returns (study dir, study handle, jobs)."""
     from solvermap.search.evaluate import Evaluator
     from solvermap.search.explore import prepare_dir
@@ -108,8 +110,8 @@ def submit(study_path: str | Path, *, executor: str, workers: int, storage: str 
 
     if workers < 1:
         raise ConfigError("--workers must be at least 1")
-    sdir = prepare_dir(study_path, out, storage, "batch")
-    Evaluator(sdir.spec, None, source=str(study_path))  # fail here, not in K workers, on a bad study
+    sdir = prepare_dir(study_path, out, storage, "batch", allow_imports)
+    Evaluator(sdir.spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers
     handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials
@@ -121,7 +123,8 @@ def submit(study_path: str | Path, *, executor: str, workers: int, storage: str 
     cwd = os.getcwd()
     paths = (cwd,) + tuple(p for p in paths if p != cwd)
     jobs = ex.map_array(batch_worker, [WorkerJob(str(sdir.path.resolve()), sdir.url, handle.n_trials, k,
-                                                 sdir.spec.budget.timeout_s, paths) for k in range(workers)])
+                                                 sdir.spec.budget.timeout_s, paths, allow_imports)
+                                       for k in range(workers)])
     (folder / "jobs.json").write_text(json.dumps({"executor": executor, "workers": workers,
                                                   "job_ids": [str(j.job_id) for j in jobs]}, indent=2))
     return sdir, handle, jobs

@@ -24,6 +24,8 @@ TrialsOpt = Annotated[int | None, typer.Option("--n-trials", "-n", min=1, help="
 OutOpt = Annotated[str | None, typer.Option("--out", help="study directory (default: a new one under runs/); an existing one with the same study resumes")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")]
+AllowImportsOpt = Annotated[bool, typer.Option("--allow-imports", help="import the modules the study's `imports:` "
+                                               "names (they run as Python code: only for studies you trust)")]
 
 
 def _out_console() -> Console:
@@ -81,13 +83,14 @@ def explore_command(
     timeout: Annotated[float | None, typer.Option("--timeout", help="stop starting trials after this many seconds")] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    allow_imports: AllowImportsOpt = False,
 ) -> None:
     """Run (or resume) a design-space study in this process; print the Pareto front and write tables and figures."""
     from solvermap.search.explore import explore
 
     path = resolve_study(study)
     sdir, results, report = explore(path, storage=storage, n_trials=n_trials, out=out, timeout_s=timeout,
-                                    progress=not quiet and not as_json)
+                                    progress=not quiet and not as_json, allow_imports=allow_imports)
     for line in report.errors[:5]:
         Console(stderr=True, soft_wrap=True).print(f"failed {line}", highlight=False, markup=False)
     _finish(sdir, results, as_json, {"worker": {"completed": report.completed, "failed": report.failed}})
@@ -107,6 +110,7 @@ def batch_command(
     mem_gb: Annotated[float | None, typer.Option("--mem-gb", help="memory per worker (SLURM)")] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    allow_imports: AllowImportsOpt = False,
 ) -> None:
     """Run a study with K workers sharing one storage: a SLURM array job or local processes (submitit)."""
     from solvermap.search.batch import submit, wait as wait_for, worker_error
@@ -114,7 +118,8 @@ def batch_command(
 
     path = resolve_study(study)
     sdir, handle, jobs = submit(path, executor=executor, workers=workers, storage=storage, n_trials=n_trials, out=out,
-                                timeout_min=time_min, partition=partition, cpus=cpus, mem_gb=mem_gb)
+                                timeout_min=time_min, partition=partition, cpus=cpus, mem_gb=mem_gb,
+                                allow_imports=allow_imports)
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"submitted {len(jobs)} {executor} worker(s): {', '.join(str(j.job_id) for j in jobs)}; "
               f"logs in {sdir.path / 'workers'}", highlight=False)

@@ -50,12 +50,16 @@ def _read_record(path: Path) -> dict[str, Any]:
         raise InputError(str(path / "study.json"), "", f"unreadable study record: {exc}") from None
 
 
-def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str) -> StudyDir:
-    """Create the study directory, or reopen it to resume (module docstring)."""
+def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str,
+                allow_imports: bool = False) -> StudyDir:
+    """Create the study directory, or reopen it to resume (module docstring); a study with ``imports:`` needs
+    ``allow_imports`` (checked before anything is written)."""
     from solvermap.runs import RunDirectory
     from solvermap.search.storage import default_url
+    from solvermap.search.study_file import check_imports
 
     spec = load_study(study_path)
+    check_imports(spec, allow_imports, str(study_path))
     digest = study_digest(spec)
     if out is not None and (Path(out) / "study.json").exists():
         path = Path(out)
@@ -123,7 +127,7 @@ class TrialProgress:
 
 def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
             out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
-            console: Any = None) -> tuple[StudyDir, Any, Any]:
+            console: Any = None, allow_imports: bool = False) -> tuple[StudyDir, Any, Any]:
     """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
     from rich.console import Console
 
@@ -132,8 +136,8 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
     from solvermap.search.worker import counts, open_study, run_worker
 
     console = console or Console(stderr=True, soft_wrap=True)
-    sdir = prepare_dir(study_path, out, storage, "explore")
-    evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path))
+    sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
+    evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path), allow_imports=allow_imports)
     handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials

@@ -35,7 +35,8 @@ directions, optional caps, the sampler, a seed and a budget::
     decisions: {partition: {variant: table42}}                    # fixed per-decision options
     storage: {heartbeat_s: 5, grace_s: 20, max_retry: 2}
     cache: {enabled: true, neighbours: 3}
-    imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads
+    imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
+                                       # trusted code, imported only with --allow-imports
 
 Metrics an objective or cap may name: any key of the pipeline's end-to-end validation (``cycles``,
 ``throughput``, ``latency_s``, ``energy_j``, ``area_mm2``, ``power_w``, ``accuracy_loss``, ``pbs_used``,
@@ -378,3 +379,10 @@ def study_digest(study: StudyFile) -> str:
     data = study.model_dump(mode="json", exclude={"budget", "storage", "description"})
     text = yaml.safe_dump(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_imports(study: StudyFile, allowed: bool, source: str) -> None:
+    """``imports:`` runs Python code: refused (one line) unless the user passed ``--allow-imports``."""
+    if study.imports and not allowed:
+        raise InputError(source, "imports", f"the study imports {', '.join(study.imports)}, which runs their code; "
+                         "pass --allow-imports if you trust these modules")

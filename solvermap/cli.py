@@ -40,6 +40,8 @@ OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (defaul
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="exit with status 3 when a decision falls back to a baseline "
+                                         "because the solver's answer failed its check (after writing the run directory)")]
 
 
 def _prepare(config_file, workload, target, solver, time_limit, sets):
@@ -52,6 +54,7 @@ def _prepare(config_file, workload, target, solver, time_limit, sets):
                           time_limit=time_limit, sets=sets or [], defaults=_defaults(workload, target))
     spec = load_target(config.target.name, config.target.overrides)
     pipeline = pipeline_for(spec.family)
+    pipeline.check_options(config.decisions)  # every decisions.<step>.<key>, before anything is written or solved
     built = build_workload(config.workload.name, spec.family, config.workload.params)
     return config, spec, pipeline, built
 
@@ -95,7 +98,8 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet):
+def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
+             strict: bool = False):
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import LOG, RunDirectory, console_logging
 
@@ -123,6 +127,17 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     else:
         _print_records(result.records, result.validation if upto is None else None)
     err_console.print(f"run directory: {run.path}", highlight=False)
+    fallbacks = [r for r in result.records if r.solution_source.startswith("fallback:")]
+    if strict and fallbacks:
+        from solvermap.errors import StrictError
+
+        first = fallbacks[0]
+        why = (f"the solver's decision failed its check ({first.check.violations[0].rule})" if not first.check.ok
+               else "the solver's decisions failed validation")
+        message = f"--strict: {first.decision} used {first.solution_source.removeprefix('fallback:')} because {why}"
+        with run.logging():
+            LOG.error(f"error: {message}")
+        raise StrictError(message)
 
 
 def _write_tables(run, records) -> None:
@@ -183,9 +198,10 @@ def _print_mapping(title: str, mapping: dict) -> None:
 def map_command(
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Run the whole pipeline of a target on a workload and validate the mapping by simulation."""
-    _execute("map", None, config, workload, target, solver, time_limit, set_, as_json, out, quiet)
+    _execute("map", None, config, workload, target, solver, time_limit, set_, as_json, out, quiet, strict)
 
 
 @app.command("solve")
@@ -193,9 +209,10 @@ def solve_command(
     decision: Annotated[str, typer.Argument(help="decision to stop at (see `solvermap decisions`)")],
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Run the pipeline up to DECISION and report that decision's solve, baseline, check and validation."""
-    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet)
+    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet, strict)
 
 
 @app.command("workloads")
@@ -236,27 +253,27 @@ def targets_command(as_json: JsonOpt = False) -> None:
 
 @app.command("decisions")
 def decisions_command(as_json: JsonOpt = False) -> None:
-    """List decisions: which targets use them, the model kind, formulation and baselines."""
+    """List decisions from their descriptors: targets using them, model kind, backends, checker, baselines, options."""
     from solvermap.mappers import all_pipelines
 
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[int, dict[str, Any]] = {}
     for pipeline in all_pipelines():
         for step in pipeline.steps:
-            if step.kind != "decision":
+            if step.decision is None:
                 continue
-            row = rows.setdefault(step.name, {"name": step.name, "summary": step.summary, "families": [],
-                                              "model": step.model, "formulation": step.formulation,
-                                              "baselines": list(step.baselines)})
+            row = rows.setdefault(id(step.decision), {**step.decision.to_json(), "families": []})
             row["families"].append(pipeline.family)
-    items = sorted(rows.values(), key=lambda r: r["name"])
+    items = sorted(rows.values(), key=lambda r: (r["name"], r["families"]))
     if as_json:
         sys.stdout.write(json.dumps(items, indent=2) + "\n")
         return
     table = Table(title="decisions", header_style="bold")
-    for col in ("decision", "families", "model", "baselines", "summary"):
+    for col in ("decision", "families", "kind", "baselines", "options", "summary"):
         table.add_column(col)
     for r in items:
-        table.add_row(r["name"], ", ".join(r["families"]), r["model"], ", ".join(r["baselines"]), r["summary"])
+        options = [k for k in r["options"].get("properties", {}) if k != "solver"]
+        table.add_row(r["name"], ", ".join(r["families"]), r["kind"], ", ".join(b["name"] for b in r["baselines"]),
+                      ", ".join(options) or "-", r["summary"])
     out_console.print(table)
 
 

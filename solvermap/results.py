@@ -5,7 +5,11 @@
     {decision, workload, target,
      solver{backend, status, objective, bound, gap, build_seconds, solve_seconds, ...},
      baseline{name, objective, all[...]}, check{ok, violations[{rule, message}]},
-     validation{...}, solution{...}, details{...}}
+     validation{...}, solution{...}, details{...}, solution_source}
+
+``check`` describes the solver's answer when there is one; when that answer failed its check and a
+baseline was used instead (``solution_source`` = ``fallback:<baseline>``), ``check_used`` is the
+used baseline's report.
 """
 
 from __future__ import annotations
@@ -74,7 +78,10 @@ class DecisionRecord:
     solution: Any = None
     details: dict[str, Any] = field(default_factory=dict)
     baselines: list[BaselineResult] = field(default_factory=list)
-    solution_source: str = "solver"  # "solver" or "baseline:<name>" when the solver found nothing better
+    # "solver"; "baseline:<name>" when the solver found nothing better; "fallback:<name>" when the solver's
+    # decision failed its check (``check`` is then the solver's report, ``check_used`` the baseline's)
+    solution_source: str = "solver"
+    check_used: CheckReport | None = None
 
     def to_json(self, *, with_solution: bool = True) -> dict[str, Any]:
         baseline = None
@@ -90,6 +97,7 @@ class DecisionRecord:
             "check": self.check.to_json(),
             "validation": to_jsonable(self.validation),
             "solution_source": self.solution_source,
+            **({"check_used": self.check_used.to_json()} if self.check_used is not None else {}),
             "details": to_jsonable(self.details),
         }
         if with_solution:

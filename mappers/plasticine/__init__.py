@@ -25,19 +25,13 @@ from typing import Any
 from solvermap.errors import InfeasibleError
 
 from solvermap.formulations import partition as partition_model
-from solvermap.formulations.problems.partition import PartitionDecision, objective
-from solvermap.hardware.checks.partition import check
+from solvermap.formulations.problems.partition import PartitionDecision
 from solvermap.hardware.plasticine import cost
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.decisions import MERGE, PARTITION
+from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
 from solvermap.mappers.plasticine import decomposition, lowering, simulation, traversal
 from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
 from solvermap.results import DecisionRecord
-
-FORMULATION = "solvermap.formulations.partition"
-
-
-def _serialize(decision: PartitionDecision) -> dict[str, Any]:
-    return decision.to_json()
 
 
 def decompose_step(ctx: Context) -> None:
@@ -53,10 +47,7 @@ def decompose_step(ctx: Context) -> None:
 def partition_step(ctx: Context) -> DecisionRecord:
     graph = ctx.state.get("vbdfg") or ctx.workload.ir
     spec = ctx.target
-    retiming = bool(ctx.option("partition", "retiming", True))
-    problem = lowering.partition_problem(graph, spec, retiming=retiming)
-    variant = str(ctx.option("partition", "variant", "ours"))
-    search = str(ctx.option("partition", "retiming_search", "auto"))
+    problem = lowering.partition_problem(graph, spec, retiming=ctx.options_for(PARTITION).retiming)
 
     def validate(p, decision):
         vbg = lowering.vb_graph(graph, spec, decision)
@@ -65,10 +56,7 @@ def partition_step(ctx: Context) -> DecisionRecord:
         out["retiming_partitions"] = decision.retiming_bins
         return out
 
-    decision, record = run_decision(ctx, "partition", problem, formulation=partition_model.Variant(variant, search),
-                                    checker=check, objective=objective,
-                                    baselines=traversal.partition_baselines(problem), validate=validate,
-                                    serialize=_serialize)
+    decision, record = run_decision(ctx, PARTITION, problem, validate=validate)
     record.details["lower_bound"] = partition_model.lower_bound(problem).__dict__ | {
         "certified": record.solver.bound}
     record.details["items"] = len(problem.items)
@@ -89,10 +77,7 @@ def merge_step(ctx: Context) -> DecisionRecord:
         return out
 
     try:
-        decision, record = run_decision(ctx, "merge", problem, formulation=partition_model.Variant("ours"),
-                                        checker=check, objective=objective,
-                                        baselines=traversal.merge_baselines(problem), validate=validate,
-                                        serialize=_serialize)
+        decision, record = run_decision(ctx, MERGE, problem, validate=validate)
     except InfeasibleError as exc:
         if "no baseline" not in str(exc):
             raise
@@ -166,14 +151,10 @@ PIPELINE = Pipeline(
     family="plasticine",
     description="SARA on Plasticine: memory decomposition, PB partitioning and merging, dataflow simulation",
     steps=(
-        Step("decompose", "shard memories that exceed a PMU (capacity, banks); BI/BO, merge and response actors",
-             decompose_step, kind="transform"),
-        Step("partition", "split actors into PCU partitions (stages, broadcast-aware I/O, acyclic, retiming)",
-             partition_step, formulation=FORMULATION, model="milp",
-             baselines=("dfs-forward", "dfs-backward", "bfs-forward", "bfs-backward")),
-        Step("merge", "pack VBs onto PCU/PMU/DAG jointly with the PB type (counts, I/O, acyclic)",
-             merge_step, formulation=FORMULATION, model="milp",
-             baselines=("traversal-bfs", "traversal-dfs", "unmerged")),
+        transform("decompose", "shard memories that exceed a PMU (capacity, banks); BI/BO, merge and response actors",
+                  decompose_step, provides=("vbdfg", "shards")),
+        decide(PARTITION, partition_step, needs=("vbdfg", "shards"), provides=("vbgraph",)),
+        decide(MERGE, merge_step, needs=("vbgraph",)),
         *NETWORK_STEPS,  # place → split → route → vc (mappers/plasticine/network.py)
     ),
     validate=validate,

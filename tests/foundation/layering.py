@@ -74,6 +74,7 @@ ROOT_LAYERS = {
     "solvermap": "root",
     "solvermap.errors": "root",
     "solvermap.results": "root",
+    "solvermap.codec": "root",
     "solvermap.config": "run",
     "solvermap.runs": "run",
     "solvermap.cli": "cli",

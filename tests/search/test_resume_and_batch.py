@@ -52,7 +52,7 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
     """Start `solvermap explore` in a child process, SIGKILL it after a few trials; return what had finished."""
     path = write_study(tmp_path / "kill.yaml", **_kill_study(grid // 9))
     out = tmp_path / "run"
-    command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet"]
+    command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet", "--allow-imports"]
     url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
     if storage:
         command += ["--storage", storage]
@@ -88,7 +88,7 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
 
 
 def _assert_resumed(path: Path, out: Path, before: dict[int, tuple], storage: str | None, grid: int) -> None:
-    _, results, report = explore(path, out=out, storage=storage, progress=False)
+    _, results, report = explore(path, out=out, storage=storage, progress=False, allow_imports=True)
     url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
     study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
     complete = _complete(study)
@@ -227,7 +227,7 @@ def test_four_local_submitit_workers_share_one_storage_and_finish_the_requested_
     space = {"target.pes": {"type": "int", "low": 2, "high": 4}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
     path = write_study(tmp_path / "batch.yaml", sampler={"name": "tpe"}, budget={"n_trials": 12}, space=space,
                        workloads=[{"name": "tasks", "params": {"n": 150}}], cache={"enabled": False})
-    sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", timeout_min=5)
+    sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", timeout_min=5, allow_imports=True)
     reports = wait(handle, jobs, progress=False, console=None, poll_s=0.2)
     assert all("error" not in r for r in reports), reports
     complete = _complete(handle.study)

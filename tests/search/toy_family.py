@@ -27,7 +27,7 @@ from solvermap.formulations.solver import ModelBuilder, linear_sum
 from solvermap.hardware.targets import TargetSpec, register_family
 from solvermap.ir.workloads import _REGISTRY, register
 from solvermap.mappers import register_pipeline
-from solvermap.mappers.pipeline import Pipeline, Step, run_decision
+from solvermap.mappers.pipeline import Baseline, Decision, DecisionOptions, ModuleSolve, Pipeline, decide, run_decision
 from solvermap.results import CheckReport
 
 
@@ -142,8 +142,7 @@ def pack_step(ctx):
     spec, tasks = ctx.target, ctx.workload.ir
     problem = PackProblem(tuple(math.ceil(o / spec.lanes) for o in tasks.ops), tasks.widths, spec.pes,
                           spec.lanes * spec.stages)
-    _, record = run_decision(ctx, "pack", problem, formulation=Pack, checker=check, objective=objective,
-                             baselines={"lpt": lpt}, serialize=list)
+    _, record = run_decision(ctx, PACK, problem)
     return record
 
 
@@ -157,8 +156,13 @@ def validate(ctx) -> dict:
             "power_w": area * spec.clock_ghz * 0.5, "pbs_used": len(set(assignment))}
 
 
-PIPELINE = Pipeline("toyarray", "pack tasks onto PEs (design-space tests)",
-                    (Step("pack", "assign tasks to PEs, minimise makespan", pack_step,
-                          formulation="tests.search.toy_family", model="milp", baselines=("lpt",)),),
+PACK = Decision(
+    name="pack", summary="assign tasks to PEs, minimise makespan", kind="milp", problem_type=PackProblem,
+    decision_type=tuple[int, ...], options=DecisionOptions, solve=ModuleSolve(Pack), objective=objective, checker=check,
+    modules=("tests.search.toy_family",), baselines=(Baseline("lpt", lpt),), diagnose=Pack.diagnose,
+    serialize=lambda problem, decision: list(decision),
+)
+
+PIPELINE = Pipeline("toyarray", "pack tasks onto PEs (design-space tests)", (decide(PACK, pack_step),),
                     validate=validate, default_workload="tasks")
 register_pipeline(PIPELINE)
