@@ -3,8 +3,10 @@
 A workload module in this package registers builders with :func:`register`; the registry imports
 every module here on first use, so adding a workload needs no edit elsewhere. The same name may exist
 for several families (``lenet`` is a Plasticine app and an ApproxHPVM network); the target's family
-picks the one to build. A user may also pass a file (``.json``, ``.dot``, ``.graphml``, ``.onnx``),
-which loads as a graph for any family whose mapper accepts graphs.
+picks the one to build. A user may also pass a file: a graph (``.json``, ``.dot``, ``.graphml``) for any
+family whose mapper accepts graphs, an ONNX model (``.onnx``: :func:`solvermap.ir.onnx_import.import_model`)
+or a layer-shape file (``.yaml``/``.yml``: :mod:`solvermap.ir.layer_shapes`), which every DNN family lowers.
+Model files take the parameters of :data:`MODEL_PARAMS` (``--set workload.weights=random``).
 
 A builder takes keyword parameters (with defaults declared at registration, e.g. a parallelization
 factor ``par``) and returns the IR object the family's mapper consumes: a
@@ -24,6 +26,17 @@ from typing import Any
 from solvermap.errors import InputError, UnknownNameError
 
 GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".onnx")
+LAYER_SUFFIXES = (".yaml", ".yml")
+
+# parameters of a model file (.onnx, layer-shape .yaml): default and meaning
+MODEL_PARAMS: dict[str, tuple[Any, str]] = {
+    "weights": ("file", "file: the values in the model (missing ones make it shape-only); random: deterministic "
+                        "synthetic values for every missing weight (the records say so)"),
+    "seed": (0, "seed of the synthetic weights"),
+    "memory_limit_mb": (None, "cap on the model's tensor bytes (default: half of physical memory)"),
+    "par": (2, "Plasticine: parallelisation factor of each layer's MAC actor (1-16)"),
+    "dataset": ("digits", "promise-soc: an .npz file with arrays x and y, or digits (sklearn's 8x8 digits)"),
+}
 
 
 @dataclass(frozen=True)
@@ -93,8 +106,48 @@ def info(name: str, family: str) -> WorkloadInfo:
     return _REGISTRY[(name, family)]
 
 
+def model_params(source: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The parameters of a model file, checked (one line on an unknown key or a bad value)."""
+    out = {key: default for key, (default, _) in MODEL_PARAMS.items()}
+    for key, value in (params or {}).items():
+        if key not in MODEL_PARAMS:
+            raise InputError(source, f"workload.{key}", f"unknown parameter for a model file; known: {', '.join(MODEL_PARAMS)}")
+        out[key] = value
+    if out["weights"] not in ("file", "random"):
+        raise InputError(source, "workload.weights", f"expected file or random, got {out['weights']!r}")
+    for key, low, high in (("seed", 0, 2**31 - 1), ("par", 1, 16)):
+        value = out[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InputError(source, f"workload.{key}", f"expected an integer in [{low}, {high}], got {value!r}")
+    limit = out["memory_limit_mb"]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 1 <= limit <= 2**24):
+        raise InputError(source, "workload.memory_limit_mb", f"expected a number of MB in [1, 16777216], got {limit!r}")
+    if not isinstance(out["dataset"], str):
+        raise InputError(source, "workload.dataset", f"expected a file name or digits, got {out['dataset']!r}")
+    return out
+
+
+def _model_file(name: str, family: str, params: Mapping[str, Any] | None) -> Workload:
+    """An ONNX model or a layer-shape file as a workload (see :data:`MODEL_PARAMS`)."""
+    merged = model_params(name, params)
+    limit = int(merged["memory_limit_mb"] * 2**20) if merged["memory_limit_mb"] else None
+    if name.lower().endswith(LAYER_SUFFIXES):
+        from solvermap.ir.layer_shapes import load as load_layers
+
+        shapes = load_layers(name, memory_limit=limit)
+        return Workload(Path(name).stem, family, merged, shapes, f"layer-shape file {name} ({len(shapes.layers)} layers)")
+    from solvermap.ir.onnx_import import import_model
+
+    model = import_model(name, memory_limit=limit)
+    if merged["weights"] == "random":
+        model = model.with_synthetic_weights(int(merged["seed"]))
+    return Workload(Path(name).stem, family, merged, model, f"ONNX model {name} (weights: {model.weights})")
+
+
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
-    """Build a registered workload, or load a graph file when ``name`` is a path."""
+    """Build a registered workload, or load a file when ``name`` is a path."""
+    if name.lower().endswith((".onnx",) + LAYER_SUFFIXES):
+        return _model_file(name, family, params)
     if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
         from solvermap.ir.serialize import load
 

@@ -1,8 +1,8 @@
 """PUMA workloads (seed 003): networks built as ONNX models and re-imported through the ONNX importer.
 
 Each builder makes an ONNX ``ModelProto`` with deterministic weights (``seed``), imports it with
-:func:`solvermap.ir.onnx_import.import_onnx` and returns an :class:`OnnxWorkload` (the imported graph
-plus the model, whose initializers the PUMA mapper reads as weights). A user's ``.onnx`` file takes the
+:func:`solvermap.ir.onnx_import.import_model` and returns the :class:`~solvermap.ir.onnx_import.OnnxModel`
+(graph, constant values, and the ``ModelProto`` itself as ``.model``). A user's ``.onnx`` file takes the
 same path (``--workload model.onnx``); its weights are read from the file.
 
 mlp_l4   1024-1024-2048-1024-10 (issue 6), ReLU
@@ -16,47 +16,27 @@ Weights are scaled Gaussian (std = gain/√fan_in) so activations stay inside PU
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
-from solvermap.ir.graph import DataflowGraph
+from solvermap.ir.onnx_import import OnnxModel, import_model
 from solvermap.ir.workloads import register
 
 OPSET = 17
 
 
-@dataclass
-class OnnxWorkload:
-    """An imported graph plus the ONNX model it came from (weights live in the model's initializers)."""
-
-    graph: DataflowGraph
-    model: Any  # onnx.ModelProto
-
-    @property
-    def name(self) -> str:
-        return self.graph.name
-
-    def save(self, path: str | Path) -> Path:
-        import onnx
-
-        onnx.save(self.model, str(path))
-        return Path(path)
+# An imported model plus the ModelProto it came from (``.model``, ``.save(path)``).
+OnnxWorkload = OnnxModel
 
 
-def finish(graph_proto, name: str) -> OnnxWorkload:
-    """Check the ONNX model, import it, and bundle both."""
+def finish(graph_proto, name: str) -> OnnxModel:
+    """Check the ONNX model and import it (the model stays attached for ``save`` and reference runs)."""
     import onnx
     from onnx import helper
-
-    from solvermap.ir.onnx_import import import_onnx
 
     model = helper.make_model(graph_proto, producer_name="solvermap", opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    return OnnxWorkload(import_onnx(model, name=name), model)
+    return import_model(model, name=name)
 
 
 def _init(name: str, array: np.ndarray):
