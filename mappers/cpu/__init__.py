@@ -42,6 +42,11 @@ def _options(ctx: Context) -> ValidationOptions:
 
 
 def _inspect(ctx: Context) -> None:
+    from solvermap.mappers.cpu import from_model
+
+    if from_model.is_model(ctx.workload.ir):  # an ONNX model or a layer-shape file: one nest per layer
+        ctx.state["inspect"] = from_model.inspect_layers(ctx)
+        return None
     program = ctx.workload.ir
     source = f"workload {ctx.workload.name}"
     if not isinstance(program, Program):
@@ -58,10 +63,14 @@ def _inspect(ctx: Context) -> None:
 
 
 def _tensorize(ctx: Context):
+    from solvermap.mappers.cpu import from_model
+
     verdict = ctx.state["inspect"]
-    problem = verdict.problem
     instruction = descriptor(ctx.target.instruction, ctx.target.name)
     options = _options(ctx)
+    if isinstance(verdict, from_model.LayerVerdicts):
+        return from_model.tensorize_layers(ctx, lambda p, d: validate(p, d, instruction, ctx.target, options))
+    problem = verdict.problem
     _, record = run_decision(ctx, TENSORIZE, problem, validate=lambda p, d: validate(p, d, instruction, ctx.target, options))
     feasible = tensorize_model.enumerate_mappings(problem, ctx.solver_for("tensorize"))
     record.details["feasible_mappings"] = len(feasible)
@@ -71,6 +80,10 @@ def _tensorize(ctx: Context):
 
 
 def _validate(ctx: Context) -> dict:
+    from solvermap.mappers.cpu import from_model
+
+    if isinstance(ctx.state.get("inspect"), from_model.LayerVerdicts):
+        return from_model.validation(ctx)
     record = next((r for r in ctx.records if r.decision == "tensorize"), None)
     return dict(record.validation) if record is not None else {}
 

@@ -73,6 +73,10 @@ def reference(program: Program, inputs: dict[str, np.ndarray]) -> np.ndarray:
     out = program.statements[0].write.tensor
     if conv is not None:
         return conv2d_reference(inputs["data"], inputs["weight"], conv["stride"])
+    if "conv" in program.attrs:  # a layer of a model or layer-shape file (groups, strides, dilation, batch)
+        from solvermap.ir.layer_shapes import conv_reference
+
+        return conv_reference(inputs["data"], inputs["weight"], program.attrs["conv"])
     return evaluate(program, inputs)[out]
 
 

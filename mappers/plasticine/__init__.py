@@ -35,7 +35,17 @@ from solvermap.results import DecisionRecord
 
 
 def decompose_step(ctx: Context) -> None:
-    graph, shards = decomposition.decompose(ctx.workload.ir, ctx.target)
+    from solvermap.errors import InputError
+    from solvermap.mappers.plasticine import from_model
+
+    source = ctx.workload.ir
+    if from_model.is_model(source):  # an ONNX model or layer-shape file: lowered to a VBDFG first
+        source = from_model.lower(ctx.workload)
+        ctx.say(f"decompose: model lowered to {len(source.attrs['actors'])} actors")
+    elif "actors" not in getattr(source, "attrs", {}):
+        raise InputError(ctx.workload.name, "workload", "is not a virtual-block dataflow graph (no actors); the "
+                         "Plasticine families take their built-in apps, an ONNX model (.onnx) or a layer-shape file (.yaml)")
+    graph, shards = decomposition.decompose(source, ctx.target)
     ctx.state["vbdfg"] = graph
     ctx.state["shards"] = [{"memory": s.memory, "partitions": s.partitions, "reason": s.reason} for s in shards]
     if shards:

@@ -44,7 +44,7 @@ Master LP (column generation, HiGHS)
 Bound
     at every iteration, for the LP's duals π (clamped to their valid signs), the Lagrangian bound
     π·rhs + Σ_kinds count · min(0, pricing's proven lower bound) is valid; the best one is kept,
-    rounded down. :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True`` return a
+    rounded down. The reported bound is at least :func:`io_floor` (bytes to and from the I/O tiles). :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True`` return a
     relaxation's value at a real placement's own patterns — never above that placement's part (tested).
 """
 
@@ -879,10 +879,19 @@ def lower_bound(problem: PumaPlacementProblem, time_limit: float, start: PumaPla
     t0 = time.perf_counter()
     k = k_tiles or min(problem.min_tiles() + problem.extra_tiles, len(problem.compute_positions))
     st = structure(problem)
+    floor = io_floor(problem)
     if not _starts(start, k):
-        return Bound(0.0, 0.0, 0.0, k, 0.0, st.ignored, {"skipped": "no start placement on at most K tiles"})
+        return Bound(floor, 0.0, 0.0, k, 0.0, st.ignored, {"skipped": "no start placement on at most K tiles",
+                                                          "io_floor": floor})
     m_value, m_info = message_bound(problem, st, k, start, 0.4 * time_limit)
     c_value, c_info = crossing_bound(problem, st, k, start, max(0.5, time_limit - (time.perf_counter() - t0)))
-    value = float(math.floor(m_value + c_value + 1e-6))
+    value = float(math.floor(max(m_value + c_value, floor) + 1e-6))
     return Bound(value, float(m_value), float(c_value), k, time.perf_counter() - t0, st.ignored,
-                 {"messages": m_info, "crossings": c_info})
+                 {"messages": m_info, "crossings": c_info, "io_floor": floor})
+
+
+def io_floor(problem: PumaPlacementProblem) -> float:
+    """Bytes of every value from or to an I/O tile: the I/O tiles hold no block, so each such value is at
+    least one message of ≥ 1 router. Valid with no solve at all; it keeps the bound above zero on models
+    whose relaxations the time limit leaves unconverged (their Lagrangian bounds are then negative)."""
+    return float(sum(v.bytes for v in problem.partition.values if v.source == IO_INPUT or IO_OUTPUT in v.sinks))

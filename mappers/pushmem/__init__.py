@@ -30,12 +30,13 @@ from solvermap.hardware.pushmem.cost import cost, pe_tiles
 from solvermap.hardware.pushmem.simulator import Design, simulate
 from solvermap.ir.loopnest import Program, random_inputs
 from solvermap.mappers.decisions import BANK, MEMTILE, SCHEDULE, SHIFT_REGISTERS, WIDE_FETCH
-from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
+from solvermap.mappers.pipeline import Context, decide, run_decision, transform
 from solvermap.mappers.pushmem.banking_adapter import banking_problem
 from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
 from solvermap.mappers.pushmem.dependences import schedule_problem
 from solvermap.mappers.pushmem.fetch_adapter import wide_fetch_problem
+from solvermap.mappers.pushmem.from_model import LayerwisePipeline
 from solvermap.mappers.pushmem.physical import memtile_problem, minimise_storage, physical_buffers
 from solvermap.mappers.pushmem.ports import memories, shift_register_problem, tap_distances
 
@@ -176,7 +177,7 @@ def validate(ctx: Context) -> dict[str, Any]:
     }
 
 
-PIPELINE = Pipeline(
+PIPELINE = LayerwisePipeline(  # a model or layer-shape file: this pipeline once per layer (from_model.py)
     family="pushmem",
     description="Halide-style affine programs on push-memory CGRAs (seed 001): unified buffers, scheduling, "
                 "shift registers, banking, memory tiles, wide fetch",
