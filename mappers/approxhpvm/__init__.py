@@ -55,7 +55,11 @@ from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision
 
 
 def _workload(ctx: Context):
+    from solvermap.mappers.approxhpvm import from_model
+
     ir = ctx.workload.ir
+    if from_model.is_model(ir):  # an ONNX model with a dataset (from_model.py)
+        ir = from_model.network(ir, str(ctx.workload.params.get("dataset", "digits")))
     if isinstance(ir, (TensorNetwork, PromiseKernel)):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
@@ -68,12 +72,16 @@ def _workload(ctx: Context):
 
 
 def _network(ctx: Context, step: str) -> TensorNetwork | None:
+    from solvermap.mappers.approxhpvm.from_model import require_weights
+
     ir = _workload(ctx)
     if isinstance(ir, PromiseKernel):
         if ctx.focus == step:
             raise InputError(ctx.workload.name, "decision", f"{ctx.workload.name} is a PROMISE kernel, not a network; "
                              "only the swing decision applies to it")
         return None
+    if step != "fuse":
+        require_weights(ir, step, ctx.workload.name)
     return ir
 
 

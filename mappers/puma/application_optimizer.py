@@ -132,6 +132,7 @@ class _Calibration:
         self.scale: dict[str, float] = {"input": 1.0, **{name: 1.0 for name in net.inputs}}
         self.values: dict[str, np.ndarray] = {}
         self.layers: list[Layer] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}  # of the inserted layers
 
     def run(self, x: np.ndarray) -> None:
         net = self.net
@@ -141,8 +142,8 @@ class _Calibration:
         last = net.last_use()
         for index, layer in enumerate(net.layers):
             self.layer(layer)
-            for name in set(layer.inputs) | {layer.name}:
-                if last.get(name, -1) <= index and name in self.values:
+            for name in list(self.values):  # keep only values a later layer reads (inserted ones are used up)
+                if last.get(name, -1) <= index:
                     del self.values[name]
         net.layers = self.layers
         net.output_scale = self.scale[net.output]
@@ -150,11 +151,12 @@ class _Calibration:
     def insert(self, layer: Layer, position: int, factor: float, *, clip: bool) -> None:
         """A normalize (× factor) on input ``position`` of ``layer`` (with a clip when it can overflow)."""
         name = layer.inputs[position]
-        shape = self.net.shape_of(name)
+        shape = self.shapes[name] if name in self.shapes else self.net.shape_of(name)
         norm = Layer(f"{layer.name}.normalize[{name}]", "normalize", (name,), shape, attrs={"shift": 0.0, "scale": factor})
         while any(existing.name == norm.name for existing in self.layers):
             norm.name += "'"
         self.layers.append(norm)
+        self.shapes[norm.name] = shape
         self.values[norm.name] = self.values[name] * factor
         head = norm.name
         if clip:
@@ -162,6 +164,7 @@ class _Calibration:
             while any(existing.name == guard.name for existing in self.layers):
                 guard.name += "'"
             self.layers.append(guard)
+            self.shapes[guard.name] = shape
             self.values[guard.name] = np.clip(self.values[norm.name], -self.limit, self.limit - 2**-12)
             head = guard.name
         self.scale[norm.name] = self.scale[head] = self.scale[name] * factor

@@ -12,7 +12,8 @@ AveragePool of a model becomes a stencil program (taps unrolled: max, or a sum s
 power-of-two window). Data are int16 (the ``resnet`` workload's type); weights are deterministic program
 inputs of the cycle simulator, so shape-only models map too.
 
-Each distinct layer runs the whole push-memory pipeline (schedule … wide fetch, then the cycle simulation)
+A layer whose output rows are one word wide (P = 1: a matrix-vector product, e.g. a classifier's FC layer at
+batch 1) is refused up front: the wide-fetch model has no schedule for it. Each distinct layer runs the whole push-memory pipeline (schedule … wide fetch, then the cycle simulation)
 under its own name ``<model>:<layer>``; its records carry ``details.layer``/``details.layers``. A layer above
 :data:`MAX_LAYER_MACS` (the cycle simulator visits every operation), or an operator without a rule, is a row
 of the per-layer table that says why it was not mapped; so is a layer one of whose decisions is infeasible
@@ -138,6 +139,8 @@ def layer_programs(model_name: str, ir: Any) -> list[LayerProgram]:
         entry = LayerProgram(list(names), "conv", shape.describe(), shape.macs)
         if shape.N != 1:
             entry.refusal = f"batch N = {shape.N} (a product of two activations); the programs take one sample"
+        elif shape.P == 1:
+            entry.refusal = "output rows of width P = 1 (a matrix-vector product): no wide-fetch schedule exists for rows of one word"
         elif shape.macs > MAX_LAYER_MACS:
             entry.refusal = f"{shape.macs} MACs exceed the push-memory limit of {MAX_LAYER_MACS} per layer"
         else:
