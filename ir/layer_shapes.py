@@ -190,6 +190,11 @@ def parse(documents: list[Any], source: str, default_name: str = "layers", *, me
     return LayerShapes(str(name), tuple(shapes), source)
 
 
+def shape_of(dims: dict[str, Any], source: str = "", where: str = "layer", name: str = "layer") -> ConvShape:
+    """A checked :class:`ConvShape` from a mapping of dimensions (the keys of a layer-shape file entry)."""
+    return _layer({"name": name, **{k: v for k, v in dims.items() if v is not None}}, source, where, name)
+
+
 def _layer(entry: Any, source: str, where: str, default_name: str) -> ConvShape:
     if not isinstance(entry, dict):
         raise InputError(source, where, f"expected a mapping of layer dimensions, got {type(entry).__name__}")

@@ -140,7 +140,29 @@ for _i, _row in enumerate(RESNET18, start=1):
     _register_resnet_layer(_i, _row)
 
 
-@register("conv2d", "cpu", "quantized 2-D convolution of any shape (uint8 data, int8 weights, int32 out)",
-          params=_conv_params(64, 16, 64, 3, 1))
-def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str) -> Program:
-    return conv2d_program("conv2d", C, K, IHW, R, stride, data_dtype, weight_dtype)
+@register("conv2d", "cpu", "quantized 2-D convolution of any shape: C, K, R x S filters, P x Q outputs, batch N, "
+          "groups G, strides, dilations (uint8 data, int8 weights, int32 out)",
+          params={**_conv_params(64, 16, 64, 3, 1), "S": None, "P": None, "Q": None, "N": 1, "G": 1, "Wstride": None,
+                  "Hstride": None, "Wdilation": 1, "Hdilation": 1})
+def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str, S: int | None = None,
+           P: int | None = None, Q: int | None = None, N: int = 1, G: int = 1, Wstride: int | None = None,
+           Hstride: int | None = None, Wdilation: int = 1, Hdilation: int = 1) -> Program:
+    """The layer-shape parameters (:mod:`solvermap.ir.layer_shapes`: R filter width, S height, P output width, Q
+    height, the input padded to what they need); P and Q default to what an IHW × IHW padded input gives,
+    S to R, the strides to ``stride``. With the defaults this is the square Table I nest."""
+    from solvermap.ir.layer_shapes import conv_program as layer_program, shape_of
+
+    w_stride, h_stride = Wstride or stride, Hstride or stride
+    filter_h = S or R
+    for field, value in (("IHW", IHW), ("R", R), ("stride", stride), ("Wstride", w_stride), ("Hstride", h_stride)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError("conv2d", f"workload.{field}", f"must be a positive integer, got {value!r}")
+    if P is None:
+        P = (IHW - (R - 1) * Wdilation - 1) // w_stride + 1
+    if Q is None:
+        Q = (IHW - (filter_h - 1) * Hdilation - 1) // h_stride + 1
+    if P < 1 or Q < 1:
+        raise InputError("conv2d", "workload.IHW", f"input size {IHW} is smaller than the (dilated) filter")
+    dims = {"C": C, "K": K, "R": R, "S": filter_h, "P": P, "Q": Q, "N": N, "G": G, "Wstride": w_stride, "Hstride": h_stride,
+            "Wdilation": Wdilation, "Hdilation": Hdilation, "dtypes": {"input": data_dtype, "weight": weight_dtype}}
+    return layer_program(shape_of(dims, "conv2d", "workload", "conv2d"), "conv2d")
