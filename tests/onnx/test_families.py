@@ -150,3 +150,38 @@ def test_promise_soc_reads_a_labelled_npz_dataset(tmp_path):
     path = export("dnn1", tmp_path / "dnn1.onnx")
     net = network(build(str(path), "approxhpvm", {"dataset": str(tmp_path / "data.npz")}).ir, str(tmp_path / "data.npz"))
     assert net.golden_accuracy() > 0.9 and net.meta["dataset"].endswith("data.npz")
+
+
+FIRST = {"puma": "replicate", "plasticine": "partition", "x86-vnni": "tensorize", "pushmem-cgra": "schedule",
+         "promise-soc": "fuse"}
+VARIANTS = [("pytorch_block", "no", "random"), ("keras_block", "no", "random"), ("attention", "no", "random"),
+            ("pytorch_block", "present", "random"), ("pytorch_block", "missing", "random"), ("keras_block", "no", "empty")]
+REFUSED = {"promise-soc": {"pytorch_block": "BatchNormalization", "keras_block": "Transpose", "attention": "Transpose"}}
+
+
+@pytest.mark.parametrize("target", sorted(FIRST))
+@pytest.mark.parametrize("model", VARIANTS, ids=["-".join(v) for v in VARIANTS])
+def test_every_export_style_reaches_a_decision_or_a_named_refusal_on_every_family(files, model, target):
+    refusal = REFUSED.get(target, {}).get(model[0])
+    if refusal is None:
+        result = run(files[model], target, upto=FIRST[target], time_limit=0.5)
+        assert result.records[-1].decision == FIRST[target] and result.records[-1].check.ok
+    else:
+        with pytest.raises(InputError) as err:
+            run(files[model], target, upto=FIRST[target], time_limit=0.5)
+        assert f"'{refusal}'" in str(err.value) and "node '" in str(err.value) and "family" in str(err.value)
+
+
+def test_puma_certified_placement_bound_is_at_least_the_bytes_to_and_from_the_io_tiles(files):
+    from solvermap.hardware.puma.placement_problem import hop_weighted_bytes
+    from solvermap.mappers.puma.baselines import row_major
+    from solvermap.mappers.puma.placement_bounds import io_floor, lower_bound
+
+    spec = load_target("puma")
+    ctx = Context(build(str(files[("keras_block", "no", "random")]), "puma"), spec, SolverConfig(time_limit_s=0.5),
+                  options=FAST["puma"])
+    pipeline_for("puma").run(ctx, upto="place")
+    problem = ctx.state["place.problem"]
+    floor = io_floor(problem)
+    assert floor > 0
+    assert floor <= lower_bound(problem, 0.2, row_major(problem)).value <= hop_weighted_bytes(problem, row_major(problem))
