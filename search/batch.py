@@ -16,7 +16,8 @@ How a worker ends, and what happens to the trial it was running:
 
 * the study is complete: it returns its report;
 * SIGTERM (``scancel``, a node going down, preemption): it fails its running trial, re-queues it for
-  the other workers, and returns;
+  the other workers, and returns (a signal that arrives inside native solver code is seen when the
+  solve returns: the worker then finishes and tells that trial, and stops);
 * SLURM's time-limit warning (submitit's ``USR2``, ``slurm.signal_delay_s`` before the limit): it
   gives its trial back the same way, then submitit requeues the job (at most ``slurm.max_requeue``
   times); the restarted job joins the study again;
@@ -26,8 +27,8 @@ How a worker ends, and what happens to the trial it was running:
 
 So the study ends with exactly ``n_trials`` finished trials whatever happens to single workers.
 
-Logs, under ``<study>/workers/``: submitit's ``<job>_<task>_log.{out,err}`` (the worker's stdout and
-stderr, one pair per array task), ``worker-<k>.log`` (one line per trial, every start and stop) and
+Logs, under ``<study>/workers/``: submitit's ``<array job>_<task>_0_log.{out,err}`` (the worker's
+stdout and stderr, one pair per array task, appended to across requeues), ``worker-<k>.log`` (one line per trial, every start and stop) and
 ``worker-<k>.json`` (the worker's last report). ``jobs.json`` records each submission's job ids;
 ``solvermap status DIR`` shows each worker job's state. With ``--wait`` the submitter shows a progress
 bar over the shared storage, cancels workers still pending once the study is complete, and writes
@@ -207,11 +208,11 @@ class SlurmOptions:
             key = key.strip().lstrip("-")
             problem = sbatch_problem(key, value, from_study=False)
             if problem:
-                raise InputError("--sbatch", item, problem)
+                raise InputError("--sbatch", repr(item)[1:-1], problem)
             extra[key] = value if has_value else True
         for line in setup or []:
             if "\n" in line or "\r" in line:
-                raise InputError("--setup", line[:40], "one shell line per --setup")
+                raise InputError("--setup", repr(line)[1:41], "one shell line per --setup")
         return cls(partition=partition or settings.partition, time_min=time_min or settings.time_min,
                    mem_gb=mem_gb or settings.mem_gb, cpus_per_task=cpus or settings.cpus_per_task,
                    signal_delay_s=settings.signal_delay_s, max_requeue=settings.max_requeue,
@@ -343,18 +344,19 @@ def _alive(pid: int) -> bool:
 
 
 def _active(executor: str, jobs: list[Any]) -> tuple[list[str], list[str]]:
-    """(ids of jobs that still run or wait, ids of those that wait for resources)."""
+    """(ids of jobs that still run or wait, or whose state is unknown; ids of those that wait for resources)."""
     if executor != "slurm":
         return [str(j.job_id) for j in jobs if not j.done()], []
     states = worker_states({"executor": "slurm", "job_ids": [str(j.job_id) for j in jobs]})
-    return ([j for j, s in states.items() if s.active],
+    return ([j for j, s in states.items() if s.active or s.state == "UNKNOWN"],
             [j for j, s in states.items() if s.state == "PENDING"])
 
 
 def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: bool, console: Any,
-         poll_s: float = 1.0) -> list[dict[str, Any]]:
+         poll_s: float = 1.0, linger_s: float = 60.0) -> list[dict[str, Any]]:
     """Progress bar until every worker job has ended; once the study is complete, workers still
-    pending are cancelled (they would only start to stop). Returns each worker's report."""
+    pending are cancelled (they would only start to stop), and jobs that have not ended ``linger_s``
+    later (or whose state SLURM does not tell) are left to end on their own. Returns each worker's report."""
     from solvermap.search.explore import TrialProgress
     from solvermap.search.slurm import cancel
     from solvermap.search.worker import counts
@@ -370,13 +372,18 @@ def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: boo
         return c
 
     with TrialProgress(handle.n_trials, counts(handle.study)["complete"], progress, console) as bar:
+        complete_since = None
         while True:
             c = refresh(bar)
             active, pending = _active(executor, jobs)
             if not active:
                 break
-            if c["complete"] >= handle.n_trials and not c["running"] and pending:
-                cancel(pending)
+            if c["complete"] >= handle.n_trials and not c["running"]:
+                complete_since = complete_since or time.monotonic()
+                if time.monotonic() - complete_since > linger_s:
+                    break
+                if pending:
+                    cancel(pending)
             time.sleep(poll_s)
         refresh(bar)
     if not jobs:

@@ -3,7 +3,9 @@
 :func:`job_states` asks ``squeue`` for jobs that are pending or running, then ``sacct`` (when the
 cluster keeps accounting) or ``scontrol show job`` (for jobs ended less than ``MinJobAge`` ago) for
 the others; a job none of them knows is ``GONE`` (ended, details expired). Job ids are array tasks
-(``1234_5``) as submitit names them. Nothing here unpickles or runs anything from a study directory.
+(``1234_5``) as submitit names them. When ``squeue`` fails, every job is ``UNKNOWN`` (not ended: a
+busy controller must not look like finished workers). Nothing here unpickles or runs anything from a
+study directory.
 
 Extra ``#SBATCH`` options come from the study file's ``slurm.sbatch`` mapping or ``--sbatch KEY=VALUE``.
 A study file is data, so it may only name options from :data:`STUDY_SBATCH_KEYS` (none of which runs
@@ -79,10 +81,13 @@ def _run(command: list[str]) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _squeue(job_ids: list[str]) -> dict[str, JobState]:
+def _squeue(job_ids: list[str]) -> dict[str, JobState] | None:
+    """What squeue knows of the jobs; None when squeue fails (slurmctld busy or down)."""
     arrays = sorted({j.split("_")[0] for j in job_ids})
     out = _run(["squeue", "--noheader", "--array", "--states=all", "--jobs=" + ",".join(arrays),
-                "--Format=JobArrayID:|,State:|,Reason:|,NodeList:|,RestartCnt:"]) or ""
+                "--Format=JobArrayID:|,State:|,Reason:|,NodeList:|,RestartCnt:"])
+    if out is None:
+        return None
     states = {}
     for line in out.splitlines():
         parts = [p.strip() for p in line.split("|")]
@@ -122,7 +127,10 @@ def job_states(job_ids: list[str]) -> dict[str, JobState]:
         return {}
     if shutil.which("squeue") is None:
         return {j: JobState(j, "UNKNOWN", "squeue not found") for j in job_ids}
-    states = {j: s for j, s in _squeue(job_ids).items() if j in job_ids}
+    queued = _squeue(job_ids)
+    if queued is None:
+        return {j: JobState(j, "UNKNOWN", "squeue failed") for j in job_ids}
+    states = {j: s for j, s in queued.items() if j in job_ids}
     missing = [j for j in job_ids if j not in states]
     if missing:
         states.update({j: s for j, s in _sacct(missing).items() if j in missing})

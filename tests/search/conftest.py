@@ -3,10 +3,7 @@ throw-away PostgreSQL server, and a one-node SLURM cluster (tests/search/slurm_c
 
 from __future__ import annotations
 
-import itertools
 import os
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -62,78 +59,19 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-def _postgres_bin() -> Path | None:
-    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
-        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
-            return candidate
-    found = shutil.which("pg_ctl")
-    return Path(found).parent if found and (Path(found).parent / "initdb").exists() else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class PostgresServer:
-    """A running throw-away server: ``url`` is its ``postgres`` database; :meth:`new_database` makes another."""
-
-    def __init__(self, port: int, log: Path) -> None:
-        self.port, self.log = port, log
-        self.url = f"postgresql+psycopg2://solvermap@127.0.0.1:{port}/postgres"
-        self._names = itertools.count()
-
-    def new_database(self, stem: str = "db") -> str:
-        """A new empty database (with pg_stat_statements), as a URL."""
-        import sqlalchemy
-
-        name = f"{stem}_{next(self._names)}"
-        engine = sqlalchemy.create_engine(self.url, isolation_level="AUTOCOMMIT")
-        with engine.connect() as connection:
-            connection.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
-        engine.dispose()
-        url = self.url.rsplit("/", 1)[0] + f"/{name}"
-        engine = sqlalchemy.create_engine(url, isolation_level="AUTOCOMMIT")
-        with engine.connect() as connection:
-            connection.execute(sqlalchemy.text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
-        engine.dispose()
-        return url
-
-
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory):
-    """A throw-away PostgreSQL server on loopback (run as `nobody` when the tests run as root), with
-    pg_stat_statements loaded so that benchmarks can count statements."""
-    bindir = _postgres_bin()
-    if bindir is None:
+    """A throw-away PostgreSQL server on loopback (tests/search/postgres_server.py)."""
+    from tests.search.postgres_server import PostgresServer, server_binaries
+
+    if server_binaries() is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
-    root = tmp_path_factory.mktemp("pg")
-    data, sockets = root / "data", root / "sock"
-    sockets.mkdir()
-    user = "nobody" if os.geteuid() == 0 else None
-    if user:
-        os.chmod(root, 0o777)
-        shutil.chown(sockets, user=user)
-        os.chmod(sockets, 0o777)
-        for parent in list(root.parents)[:-1]:  # let `nobody` traverse to its folder
-            os.chmod(parent, os.stat(parent).st_mode | 0o011)
-
-    def run(*args: str) -> None:
-        command = [str(bindir / args[0]), *args[1:]]
-        if user:
-            command = ["su", user, "-s", "/bin/sh", "-c", " ".join(f"'{c}'" for c in command)]
-        subprocess.run(command, check=True, capture_output=True, timeout=120)
-
-    port = free_port()
-    run("initdb", "-D", str(data), "-A", "trust", "-U", "solvermap", "--no-sync")
-    options = (f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 "
-               "-c shared_preload_libraries=pg_stat_statements")
-    run("pg_ctl", "-D", str(data), "-l", str(root / "log"), "-w", "-o", options, "start")
+    server = PostgresServer(tmp_path_factory.mktemp("pg"))
+    server.start()
     try:
-        yield PostgresServer(port, root / "log")
+        yield server
     finally:
-        run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.search.postgres_server import free_port
+
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol", "scancel")
 
 
@@ -29,12 +31,6 @@ def missing_binaries() -> list[str]:
 
 def _which(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _hardware() -> tuple[str, int, int]:
@@ -82,8 +78,8 @@ class SlurmCluster:
         self.conf.write_text(f"""\
 ClusterName=solvermap-test
 SlurmctldHost={self.node}(127.0.0.1)
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
