@@ -177,7 +177,7 @@ def test_four_local_submitit_workers_share_one_storage_and_finish_the_requested_
     space = {"target.pes": {"type": "int", "low": 2, "high": 4}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
     path = write_study(tmp_path / "batch.yaml", sampler={"name": "tpe"}, budget={"n_trials": 12}, space=space,
                        workloads=[{"name": "tasks", "params": {"n": 150}}], cache={"enabled": False})
-    sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", timeout_min=5)
+    sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", time_min=5)
     reports = wait(handle, jobs, progress=False, console=None, poll_s=0.2)
     assert all("error" not in r for r in reports), reports
     complete = _complete(handle.study)
