@@ -321,6 +321,7 @@ def last_submission(study_dir: str | Path) -> dict[str, Any] | None:
 def worker_states(submission: dict[str, Any]) -> dict[str, JobState]:
     """Each worker job's state: SLURM's word for a slurm batch; for local workers, whether the process lives."""
     from solvermap.search.slurm import job_states
+    from solvermap.search.storage import pid_alive
 
     ids = [str(j) for j in submission.get("job_ids", [])]
     if submission.get("executor") == "slurm":
@@ -328,19 +329,9 @@ def worker_states(submission: dict[str, Any]) -> dict[str, JobState]:
     here = submission.get("host") == socket.gethostname()
     out = {}
     for job in ids:
-        alive = here and job.isdigit() and _alive(int(job))
+        alive = here and job.isdigit() and pid_alive(int(job))
         out[job] = JobState(job, "RUNNING" if alive else ("ENDED" if here else "UNKNOWN"))
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _active(executor: str, jobs: list[Any]) -> tuple[list[str], list[str]]:

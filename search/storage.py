@@ -99,7 +99,8 @@ def optuna_heartbeat(storage: Any) -> bool:
     return callable(interval) and interval() is not None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host (and PID namespace) with this id exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -281,7 +282,7 @@ def fail_stale(study: Any, settings: StorageSettings) -> list[int]:
         owner = trial.system_attrs.get(OWNER_ATTR) or {}
         pid = owner.get("pid")
         dead = (owner.get("host") == me and isinstance(pid, int) and pid > 0 and pid != os.getpid()
-                and not _pid_alive(pid))
+                and not pid_alive(pid))
         beat = trial.system_attrs.get(HEARTBEAT_ATTR)
         if beat is None and trial.datetime_start is not None and (not optuna_heartbeat(storage) or not owner):
             # died between ask and its first beat; with Optuna's RDB heartbeat, before claiming the trial
