@@ -51,9 +51,9 @@ def _study(tmp_path: Path, n_trials: int, hold_s: float, grace_s: int) -> Path:
 
 
 def _submit(tmp_path: Path, url: str, *, workers: int = 3, n_trials: int = 8, hold_s: float = 1.5,
-            grace_s: int = 3) -> tuple:
+            grace_s: int = 3, **options) -> tuple:
     return submit(_study(tmp_path, n_trials, hold_s, grace_s), executor="slurm", workers=workers, storage=url,
-                  out=tmp_path / "run", time_min=10)
+                  out=tmp_path / "run", time_min=10, **options)
 
 
 def _wait(handle, jobs) -> list[dict]:
@@ -107,8 +107,12 @@ def _status(sdir) -> dict:
 
 
 def test_job_array_of_three_workers_completes_eight_trials_and_status_shows_the_jobs(slurm_cluster, study_db, tmp_path):
-    sdir, handle, jobs = _submit(tmp_path, study_db)
+    sdir, handle, jobs = _submit(tmp_path, study_db, sbatch=["comment=solvermap test"],
+                                 setup=["export SOLVERMAP_SETUP_RAN=1"])
     assert len({str(j.job_id).split("_")[0] for j in jobs}) == 1, "one array job"
+    script = next((sdir.path / "workers").glob("*_submission.sh")).read_text()
+    assert "#SBATCH --comment='solvermap test'" in script and "#SBATCH --array=0-2%3" in script
+    assert "export SOLVERMAP_SETUP_RAN=1" in script.split("# command")[0]
     _until(lambda: _running_trial(handle), "a running trial")
     status = _status(sdir)
     assert status["executor"] == "slurm"

@@ -22,10 +22,10 @@ from tests.search.conftest import SOLVERMAP, subprocess_env, write_study
 def test_sixteen_workers_share_one_postgres_without_lost_duplicated_or_failed_transactions(postgres_server, tmp_path):
     from tests.search.storage_load import measure
 
-    row = measure(postgres_server, tmp_path, workers=16, n_trials=64)
-    assert (row["finished"], row["lost"], row["duplicated"]) == (64, 0, 0), row
+    row = measure(postgres_server, tmp_path, workers=16, n_trials=48)  # the benchmark runs 200
+    assert (row["finished"], row["lost"], row["duplicated"]) == (48, 0, 0), row
     assert row["failed_transactions"] == 0 and row["deadlocks"] == 0 and row["worker_errors"] == 0, row
-    assert row["rt_lock"] >= 64, "every trial was asked for under the slot lock"
+    assert row["rt_lock"] >= 48, "every trial was asked for under the slot lock"
 
 
 def test_journal_lock_of_a_killed_holder_does_not_block_the_next_writer(tmp_path):
