@@ -8,8 +8,8 @@ For the grid sampler it enqueues the whole sweep once, at creation.
 :func:`run_worker` repeats, until the study holds ``n_trials`` finished (COMPLETE) trials or the time
 budget is spent: under the :class:`~solvermap.search.storage.SlotLock`, fail stale trials and count;
 if finished + running trials already reach the target, wait for the others; else ask a trial (a
-re-queued retry first); then, with the lock released, claim it and start its heartbeat; evaluate; set constraints and user
-attributes; tell. An exception inside a trial fails that trial (its message in the user attribute
+re-queued retry first); then, with the lock released, claim it and start its heartbeat; evaluate; set
+constraints and user attributes; tell. An exception inside a trial fails that trial (its message in the user attribute
 ``error``) and the loop goes on; a :class:`~solvermap.search.evaluate.StudyError` or Ctrl-C fails the
 trial and stops the worker; after Ctrl-C, or :class:`WorkerStopped` (how a batch worker stops on
 SLURM's SIGTERM or time-limit signal, :mod:`.batch`), the interrupted trial is failed and re-queued at
