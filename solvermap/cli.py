@@ -33,13 +33,16 @@ err_console = Console(stderr=True)
 
 WorkloadOpt = Annotated[str | None, typer.Option("--workload", "-w", help="built-in workload name or graph file")]
 TargetOpt = Annotated[str | None, typer.Option("--target", "-t", help="target preset name or YAML file")]
-SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc (MILP), clarabel|scs|ecos|highs|scip (convex)")]
+SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc|pyomo-highs|pyomo-cbc|pyomo-glpk|pyomo-gurobi|pyomo-cplex|pyomo-xpress (MILP), clarabel|scs|ecos|highs|scip (convex)")]
 TimeOpt = Annotated[float | None, typer.Option("--time-limit", help="seconds per solve")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (default: a new one under runs/)")]
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
+WriteModelOpt = Annotated[str | None, typer.Option(
+    "--write-model", help="write DECISION's MILP model to PATH (.lp or .mps, by suffix) for any other solver; "
+    "the largest one when the decision solves several")]
 
 
 def _prepare(config_file, workload, target, solver, time_limit, sets):
@@ -95,10 +98,16 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet):
+def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
+             write_model: str | None = None):
+    from solvermap.formulations.solver import ModelCapture
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import RunDirectory
 
+    if write_model is not None:
+        from solvermap.formulations.pyomo_backend import model_format
+
+        model_format(write_model)  # a bad suffix fails before any solve
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
     run.write_yaml("config.yaml", config.model_dump())
@@ -111,10 +120,13 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
 
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
                   progress=progress)
+    capture = ModelCapture()
     with _stdout_for_json_only(as_json):
-        result = pipeline.run(ctx, upto=upto)
+        result = _capturing_focus(pipeline, upto, capture).run(ctx, upto=upto)
     if upto is not None:
         payload = result.records[-1].to_json()
+        if write_model is not None:
+            payload["model_file"] = _write_model(write_model, capture, upto, ctx.solver_for(upto).backend)
     else:
         payload = {"workload": built.name, "target": spec.name, "family": spec.family,
                    "decisions": [r.to_json() for r in result.records], "validation": result.validation}
@@ -128,6 +140,38 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     else:
         _print_records(result.records, result.validation if upto is None else None)
     err_console.print(f"run directory: {run.path}", highlight=False)
+
+
+def _capturing_focus(pipeline, upto: str | None, capture):
+    """``pipeline`` whose step ``upto`` records the MILP models it solves in ``capture``."""
+    from dataclasses import replace
+
+    from solvermap.formulations.solver import capturing_models
+
+    def captured(run):
+        def step(ctx):
+            with capturing_models(capture):
+                return run(ctx)
+        return step
+
+    return replace(pipeline, steps=tuple(replace(s, run=captured(s.run)) if s.name == upto else s
+                                         for s in pipeline.steps))
+
+
+def _write_model(path: str, capture, decision: str, backend: str) -> dict[str, Any]:
+    """Write the largest MILP model the decision solved to ``path``; one line when it solved none."""
+    from solvermap.errors import ConfigError
+    from solvermap.formulations.pyomo_backend import write_model
+
+    if capture.proto is None:
+        raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r} "
+                          "(native CP-SAT and convex models have no LP/MPS form; a decision that also has a MILP "
+                          "build uses it on a MILP backend such as --solver highs)")
+    size = write_model(capture.proto, path)
+    err_console.print(f"model: {path} ({capture.name}: {size['variables']} variables, {size['constraints']} "
+                      f"constraints, {size['nonzeros']} nonzeros; the largest of {capture.solves} MILP solves of "
+                      f"{decision})", highlight=False, markup=False, soft_wrap=True)
+    return {"path": path, "name": capture.name, **size, "solves": capture.solves}
 
 
 def _write_tables(run, records) -> None:
@@ -198,9 +242,10 @@ def solve_command(
     decision: Annotated[str, typer.Argument(help="decision to stop at (see `solvermap decisions`)")],
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
+    write_model: WriteModelOpt = None,
 ) -> None:
     """Run the pipeline up to DECISION and report that decision's solve, baseline, check and validation."""
-    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet)
+    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet, write_model)
 
 
 @app.command("workloads")
