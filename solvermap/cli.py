@@ -164,9 +164,9 @@ def _write_model(path: str, capture, decision: str, backend: str) -> dict[str, A
     from solvermap.formulations.pyomo_backend import write_model
 
     if capture.proto is None:
-        raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r} "
-                          "(native CP-SAT and convex models have no LP/MPS form; a decision that also has a MILP "
-                          "build uses it on a MILP backend such as --solver highs)")
+        why = ("native CP-SAT and convex models have no LP/MPS form; a decision with a MILP build too uses it on a "
+               "MILP backend, e.g. --solver highs") if backend == "cpsat" else "its model is convex or it needed no solve"
+        raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r}: {why}")
     size = write_model(capture.proto, path)
     err_console.print(f"model: {path} ({capture.name}: {size['variables']} variables, {size['constraints']} "
                       f"constraints, {size['nonzeros']} nonzeros; the largest of {capture.solves} MILP solves of "
