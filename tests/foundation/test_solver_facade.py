@@ -230,7 +230,7 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("backend", ["native-cpsat"] + [b for b in MILP if b in ("cpsat", "highs", "scip", "cbc")])
+@pytest.mark.parametrize("backend", ["native-cpsat"] + [b for b in MILP if b in ("cpsat", "highs", "scip", "cbc", "pyomo-highs")])
 def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallowed(backend):
     """A Ctrl-C'd study must stop: CP-SAT catches SIGINT by default and only ends the current solve, and
     MathOpt's native code runs the pending Python handler and discards its KeyboardInterrupt; the facade
