@@ -98,8 +98,8 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
-             write_model: str | None = None):
+def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out,
+             quiet, write_model: str | None = None):
     from solvermap.formulations.solver import ModelCapture
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import RunDirectory
@@ -164,8 +164,10 @@ def _write_model(path: str, capture, decision: str, backend: str) -> dict[str, A
     from solvermap.formulations.pyomo_backend import write_model
 
     if capture.proto is None:
-        why = ("native CP-SAT and convex models have no LP/MPS form; a decision with a MILP build too uses it on a "
-               "MILP backend, e.g. --solver highs") if backend == "cpsat" else "its model is convex or it needed no solve"
+        why = "its model is convex or it needed no solve"
+        if backend == "cpsat":
+            why = ("native CP-SAT and convex models have no LP/MPS form; a decision with a MILP build too uses it "
+                   "on a MILP backend, e.g. --solver highs")
         raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r}: {why}")
     size = write_model(capture.proto, path)
     err_console.print(f"model: {path} ({capture.name}: {size['variables']} variables, {size['constraints']} "

@@ -7,8 +7,9 @@ import pytest
 from solvermap.formulations.solver import unavailable_reason
 
 # The Pyomo backends of every MILP agreement test: pyomo-highs always (highspy is a dependency), pyomo-cbc
-# and pyomo-glpk when the Debian executables are installed (.ci/run installs them).
-PYOMO = ("pyomo-highs", "pyomo-cbc", "pyomo-glpk")
+# and pyomo-glpk when the Debian executables are installed (.ci/run installs them), Gurobi, CPLEX and Xpress
+# where their Python APIs are (their size-limited pip editions solve these small instances).
+PYOMO = ("pyomo-highs", "pyomo-cbc", "pyomo-glpk", "pyomo-gurobi", "pyomo-cplex", "pyomo-xpress")
 
 
 def milp_backends(*names: str) -> list:
