@@ -121,8 +121,10 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
                   progress=progress)
     capture = ModelCapture()
+    if write_model is not None:
+        pipeline = _capturing_focus(pipeline, upto, capture)
     with _stdout_for_json_only(as_json):
-        result = _capturing_focus(pipeline, upto, capture).run(ctx, upto=upto)
+        result = pipeline.run(ctx, upto=upto)
     if upto is not None:
         payload = result.records[-1].to_json()
         if write_model is not None:
