@@ -100,15 +100,12 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
 
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out,
              quiet, write_model: str | None = None):
-    from solvermap.formulations.solver import ModelCapture
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import RunDirectory
 
-    if write_model is not None:
-        from solvermap.formulations.pyomo_backend import model_format
-
-        model_format(write_model)  # a bad suffix fails before any solve
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
+    if write_model is not None:
+        pipeline, capture = _capturing_focus(pipeline, upto, write_model)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
     run.write_yaml("config.yaml", config.model_dump())
     run.write_environment()
@@ -120,9 +117,6 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
 
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
                   progress=progress)
-    capture = ModelCapture()
-    if write_model is not None:
-        pipeline = _capturing_focus(pipeline, upto, capture)
     with _stdout_for_json_only(as_json):
         result = pipeline.run(ctx, upto=upto)
     if upto is not None:
@@ -144,11 +138,16 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     err_console.print(f"run directory: {run.path}", highlight=False)
 
 
-def _capturing_focus(pipeline, upto: str | None, capture):
-    """``pipeline`` whose step ``upto`` records the MILP models it solves in ``capture``."""
+def _capturing_focus(pipeline, upto: str | None, path: str):
+    """``pipeline`` whose step ``upto`` records the MILP models it solves, and the capture that holds them;
+    a ``path`` that is not ``.lp`` or ``.mps`` fails here, before any solve."""
     from dataclasses import replace
 
-    from solvermap.formulations.solver import capturing_models
+    from solvermap.formulations.pyomo_backend import model_format
+    from solvermap.formulations.solver import ModelCapture, capturing_models
+
+    model_format(path)
+    capture = ModelCapture()
 
     def captured(run):
         def step(ctx):
@@ -156,8 +155,8 @@ def _capturing_focus(pipeline, upto: str | None, capture):
                 return run(ctx)
         return step
 
-    return replace(pipeline, steps=tuple(replace(s, run=captured(s.run)) if s.name == upto else s
-                                         for s in pipeline.steps))
+    steps = tuple(replace(s, run=captured(s.run)) if s.name == upto else s for s in pipeline.steps)
+    return replace(pipeline, steps=steps), capture
 
 
 def _write_model(path: str, capture, decision: str, backend: str) -> dict[str, Any]:
