@@ -142,6 +142,7 @@ from solvermap.formulations.problems.partition import (
     required_retiming,
 )
 from solvermap.formulations.solver import (
+    PYOMO_BACKENDS,
     ModelBuilder,
     SolveResult,
     SolverConfig,
@@ -1473,7 +1474,7 @@ def _solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Part
     return Solved(combine(results, final), best, last.explanation if last is not None else [], details)
 
 
-LP_BACKENDS = ("highs", "scip", "gurobi", "cbc")  # LP-based branch and bound: phase B by columns (auto)
+LP_BACKENDS = ("highs", "scip", "gurobi", "cbc") + PYOMO_BACKENDS  # LP-based branch and bound: phase B by columns (auto)
 RETIMING_SEARCHES = ("auto", "slots", "columns")
 NEIGHBOURHOOD_SLOTS = 4  # the search's first neighbourhoods: this many consecutive slots (by delay) ...
 NEIGHBOURHOOD_GROWTH = 2  # ... and this many more after a pass over all of them finds nothing

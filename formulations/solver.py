@@ -5,7 +5,8 @@ A formulation builds its model once and the backend is a configuration choice:
 * MILP models are OR-Tools MathOpt models (built through :class:`ModelBuilder`). They run on
   ``cpsat`` (CP-SAT), ``highs`` (HiGHS 1.12, bundled with OR-Tools), ``scip`` (SCIP 10, bundled with
   OR-Tools), ``gurobi`` (MathOpt's Gurobi interface; needs the ``gurobi`` extra and a licence) and ``cbc``
-  (COIN-OR CBC through OR-Tools' linear-solver wrapper).
+  (COIN-OR CBC through OR-Tools' linear-solver wrapper), and on ``pyomo-<solver>``: the model copied into
+  Pyomo and solved by HiGHS, CBC, GLPK, Gurobi, CPLEX or Xpress (``formulations/pyomo_backend.py``).
 * Native CP-SAT models (:class:`ortools.sat.python.cp_model.CpModel`), for formulations that need
   global constraints, run on ``cpsat`` only; such a formulation also ships a MILP build so that it still
   runs on two backends.
@@ -34,7 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from solvermap.errors import BackendUnavailable, ConfigError
 
-MILP_BACKENDS = ("cpsat", "highs", "scip", "gurobi", "cbc")
+# MILP models through Pyomo (formulations/pyomo_backend.py); pyomo-highs always, the others where installed
+PYOMO_BACKENDS = ("pyomo-highs", "pyomo-cbc", "pyomo-glpk", "pyomo-gurobi", "pyomo-cplex", "pyomo-xpress")
+MILP_BACKENDS = ("cpsat", "highs", "scip", "gurobi", "cbc") + PYOMO_BACKENDS
 CONVEX_BACKENDS = ("clarabel", "scs", "ecos", "highs", "scip")
 CPSAT_BACKENDS = ("cpsat",)
 
@@ -72,7 +75,8 @@ class SolverConfig(BaseModel):
         None, gt=0,
         description="explicit deterministic work budget per solve, so that the answer does not depend on machine "
         "load: CP-SAT deterministic seconds (max_deterministic_time); HiGHS and SCIP branch-and-bound nodes = "
-        "1000 x work_limit. Defaults to time_limit_s when deterministic. CBC and convex backends ignore it.")
+        "1000 x work_limit (also pyomo-highs/cbc/gurobi/cplex/xpress). Defaults to time_limit_s when deterministic. "
+        "CBC, pyomo-glpk and convex backends ignore it.")
     deterministic: bool = Field(True, description="spend time_limit_s as deterministic work (same config, same answer)")
     threads: int = Field(1, ge=1)
     rel_gap: float = Field(0.0, ge=0.0, description="relative optimality gap at which a solve may stop")
@@ -219,6 +223,12 @@ def _probe_gurobi() -> str | None:
     return None
 
 
+def _probe_pyomo(backend: str) -> str | None:
+    from solvermap.formulations import pyomo_backend
+
+    return pyomo_backend.unavailable_reason(backend)
+
+
 def _probe_cvxpy(name: str) -> str | None:
     import cvxpy as cp
 
@@ -235,6 +245,7 @@ _PROBES: dict[tuple[str, str], Callable[[], str | None]] = {
     ("milp", "scip"): lambda: None,
     ("milp", "cbc"): lambda: None,
     ("milp", "gurobi"): _probe_gurobi,
+    **{("milp", name): (lambda name=name: _probe_pyomo(name)) for name in PYOMO_BACKENDS},
     **{("convex", name): (lambda name=name: _probe_cvxpy(name)) for name in CONVEX_BACKENDS},
 }
 _PROBE_CACHE: dict[tuple[str, str], str | None] = {}
@@ -264,6 +275,10 @@ def require_backend(kind: str, backend: str) -> None:
 
 @functools.lru_cache(maxsize=None)
 def backend_version(backend: str) -> str:
+    if backend in PYOMO_BACKENDS:
+        from solvermap.formulations import pyomo_backend
+
+        return pyomo_backend.version(backend)
     ortools = _version("ortools")
     return {
         "cpsat": f"CP-SAT (OR-Tools {ortools})",
@@ -469,6 +484,12 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
     backend = config.milp_backend()
     require_backend("milp", backend)
     build_seconds = builder.build_seconds
+    for capture in _CAPTURES:
+        capture.record(builder)
+    if backend in PYOMO_BACKENDS:
+        from solvermap.formulations import pyomo_backend
+
+        return pyomo_backend.solve(builder, config, build_seconds)
     if backend == "cbc":
         return _solve_cbc(builder, config, build_seconds)
     from ortools.math_opt.python import mathopt
@@ -576,6 +597,38 @@ def _solve_cbc(builder: ModelBuilder, config: SolverConfig, build_seconds: float
     )
 
 
+@dataclass
+class ModelCapture:
+    """The largest MILP model (most nonzeros, then most variables; the first of equals) that
+    :func:`solve_milp` solved while this capture was open, as a MathOpt ``ModelProto``, and how many
+    MILP solves there were (``solvermap solve --write-model``)."""
+
+    name: str = ""
+    proto: Any = None
+    solves: int = 0
+    _size: tuple[int, int] = (-1, -1)
+
+    def record(self, builder: ModelBuilder) -> None:
+        self.solves += 1
+        proto = builder.model.export_model()
+        size = (len(proto.linear_constraint_matrix.coefficients), len(proto.variables.ids))
+        if size > self._size:
+            self.name, self.proto, self._size = builder.name, proto, size
+
+
+_CAPTURES: list[ModelCapture] = []
+
+
+@contextlib.contextmanager
+def capturing_models(capture: ModelCapture) -> Iterator[ModelCapture]:
+    """Record the MILP models solved inside the block in ``capture`` (infeasibility probes excluded)."""
+    _CAPTURES.append(capture)
+    try:
+        yield capture
+    finally:
+        _CAPTURES.remove(capture)
+
+
 def explain_infeasible(builder: ModelBuilder, config: SolverConfig, *, max_solves: int = 64) -> list[str]:
     """The constraint groups that together make ``builder``'s model infeasible (group-level IIS).
 
@@ -592,6 +645,8 @@ def explain_infeasible(builder: ModelBuilder, config: SolverConfig, *, max_solve
     probe_config = config.with_(rel_gap=1.0)  # any feasible point answers the question
     needed: list[str] = []
     dropped: set[str] = set()
+    captures = _CAPTURES[:]
+    _CAPTURES.clear()  # a probe is not a model of the decision
     try:
         builder.model.objective.clear()
         for solves, group in enumerate(names):
@@ -608,6 +663,7 @@ def explain_infeasible(builder: ModelBuilder, config: SolverConfig, *, max_solve
                 for con in builder.groups[group]:
                     con.lower_bound, con.upper_bound = saved_bounds[con]
     finally:
+        _CAPTURES[:] = captures
         for con, (lb, ub) in saved_bounds.items():
             con.lower_bound, con.upper_bound = lb, ub
         builder.model.objective.clear()

@@ -8,6 +8,7 @@ from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads.approxhpvm_networks import trained_network
 from solvermap.ir.workloads.approxhpvm_tensor_ops import single_threaded_blas
+from tests.backends import PYOMO, milp_backends
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -49,4 +50,4 @@ def config(backend: str = "cpsat", **kw) -> SolverConfig:
     return SolverConfig(backend=backend, time_limit_s=20, **kw)
 
 
-MILP_BACKENDS = ("cpsat", "highs", "scip")
+MILP_BACKENDS = milp_backends("cpsat", "highs", "scip", *PYOMO)  # the enumerated-optimum tests

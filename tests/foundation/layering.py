@@ -86,7 +86,7 @@ SUBPACKAGE_LAYERS = {
     "solvermap.search": "search",
     "solvermap.studies": "studies",
 }
-FACADE = ("solvermap.formulations.solver", "solvermap.formulations.decision")
+FACADE = ("solvermap.formulations.solver", "solvermap.formulations.decision", "solvermap.formulations.pyomo_backend")
 
 
 def _within(module: str, package: str) -> bool:

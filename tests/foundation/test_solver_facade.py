@@ -9,6 +9,7 @@ from solvermap.errors import BackendUnavailable
 from solvermap.formulations.solver import (
     CONVEX_BACKENDS,
     MILP_BACKENDS,
+    PYOMO_BACKENDS,
     ModelBuilder,
     SolverConfig,
     Status,
@@ -172,7 +173,8 @@ def test_solve_result_json_has_documented_keys():
 
 
 def test_backend_lists_are_documented():
-    assert MILP_BACKENDS == ("cpsat", "highs", "scip", "gurobi", "cbc")
+    assert PYOMO_BACKENDS == ("pyomo-highs", "pyomo-cbc", "pyomo-glpk", "pyomo-gurobi", "pyomo-cplex", "pyomo-xpress")
+    assert MILP_BACKENDS == ("cpsat", "highs", "scip", "gurobi", "cbc") + PYOMO_BACKENDS
     assert CONVEX_BACKENDS == ("clarabel", "scs", "ecos", "highs", "scip")
 
 
@@ -228,7 +230,7 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("backend", ["native-cpsat"] + [b for b in MILP if b in ("cpsat", "highs", "scip", "cbc")])
+@pytest.mark.parametrize("backend", ["native-cpsat"] + [b for b in MILP if b in ("cpsat", "highs", "scip", "cbc", "pyomo-highs")])
 def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallowed(backend):
     """A Ctrl-C'd study must stop: CP-SAT catches SIGINT by default and only ends the current solve, and
     MathOpt's native code runs the pending Python handler and discards its KeyboardInterrupt; the facade

@@ -20,6 +20,7 @@ from solvermap.formulations.problems.placement import (
 )
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.placement import check
+from tests.backends import PYOMO, milp_backends
 
 BACKENDS = ["cpsat", "highs", "scip", "cbc"]
 
@@ -70,7 +71,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", milp_backends(*BACKENDS, *PYOMO))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_backends_reach_the_enumerated_optimum(case, backend):
     problem = CASES[case]

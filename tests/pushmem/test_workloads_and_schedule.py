@@ -12,6 +12,7 @@ from solvermap.ir.workloads import build
 from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
 from solvermap.mappers.pushmem.dependences import rate_matching, schedule_problem
+from tests.backends import PYOMO, milp_backends
 
 APPS = ["gaussian", "harris", "upsample", "unsharp", "camera", "resnet", "mobilenet", "brighten_blur"]
 
@@ -43,7 +44,7 @@ def test_brighten_blur_ports_sit_at_distances_0_1_64_65():
     assert sorted(ub.summary()["distances"].values()) == [0, 1, 64, 65]  # 001:L256
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs", "scip"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", *PYOMO))
 def test_schedule_backends_reach_the_enumerated_optimum(backend):
     program = build("brighten_blur", "pushmem", {"size": 5}).ir
     problem = schedule_problem(program)
