@@ -32,7 +32,8 @@ def memory_banking(mem: Memory, port_limit: int, max_banks: int, read_ports: int
         rows = idx[at]
         key = np.concatenate([port[at][..., None], is_write[at][..., None].astype(np.int64),
                               rows - rows.min(axis=1, keepdims=True)], axis=2).reshape(len(at), -1)
-        for u in np.unique(key, axis=0).reshape(-1, n, 2 + idx.shape[1]).tolist():
+        distinct = {row.tobytes(): row for row in np.ascontiguousarray(key)}
+        for u in np.array(list(distinct.values())).reshape(-1, n, 2 + idx.shape[1]).tolist():
             patterns.add(tuple(sorted((BankAccess(p, bool(w), tuple(off)) for p, w, *off in u),
                                       key=lambda a: (a.port, a.offset))))
     groups = tuple(sorted(patterns, key=lambda g: [(a.port, a.offset) for a in g]))

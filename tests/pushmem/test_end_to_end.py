@@ -7,8 +7,8 @@ import pytest
 from tests.pushmem.conftest import mapped
 
 SMALL = [("gaussian", {"size": 16}), ("harris", {"size": 16}), ("upsample", {"size": 8}), ("unsharp", {"size": 12}),
-         ("camera", {"size": 16}), ("mobilenet", {"size": 10, "channels": 2, "filters": 2}),
-         ("resnet", {"tiles": 2, "channels": 4, "filters": 2, "tile_size": 4})]
+         ("camera", {"size": 16}), ("mobilenet", {"size": 8, "channels": 2, "filters": 2}),
+         ("resnet", {"size": 8, "channels": 4, "filters": 2, "tile": 4})]
 
 
 @pytest.mark.parametrize("app,params", SMALL, ids=[a for a, _ in SMALL])

@@ -17,7 +17,7 @@ from solvermap.mappers.pushmem.fetch_adapter import no_shift, wide_fetch_problem
 from solvermap.mappers.pushmem.physical import memtile_problem, minimise_storage, one_per_tile, physical_buffers
 from tests.pushmem.conftest import mapped
 
-RESNET = {"tiles": 3, "channels": 4, "filters": 2, "tile_size": 4}
+RESNET = {"size": 8, "channels": 4, "filters": 2, "tile": 4}
 
 
 @pytest.fixture(scope="module")
