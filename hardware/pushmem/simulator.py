@@ -342,7 +342,7 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     k_first = [None if k.first is None else k.first.tolist() for k in kernels]
     k_last = [None if k.last is None else k.last.tolist() for k in kernels]
     k_acc: list[int] = [0] * len(kernels)
-    k_prev = [-1] * len(kernels)
+    k_prev: list[int | None] = [None] * len(kernels)
     issue = _events([(k.issue, i) for i, k in enumerate(kernels)])
 
     # ---- global-buffer streams
@@ -369,17 +369,16 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     w_streams, r_streams = [], []  # (memory index, stream, per-firing tiles/rows/ok, tags)
     sram_streams = []  # (times, (kind, stream index)) per SRAM port program
     last_read_word: list[dict[int, int]] = [dict() for _ in mems]
-    lanes_of_word: list[dict[int, int]] = []
     for m, mem in enumerate(mems):
         ag = _Addresses(mem, rows)
         for ws in mem.writes:
             tile, _, _ = ag.of(ws.words)
             s_tile, s_row, s_ok = ag.of(ws.sram_words)
-            counts = {}
+            lanes_per_word: dict[int, int] = {}
             for w in ws.words.tolist():
-                counts[w] = counts.get(w, 0) + 1
+                lanes_per_word[w] = lanes_per_word.get(w, 0) + 1
             w_streams.append((m, ws, tile.tolist(), ws.words.tolist(), ws.lane.tolist(), tags(mem.tensor, ws.lanes.elements),
-                              s_tile.tolist(), s_row.tolist(), s_ok.tolist(), ws.sram_words.tolist(), counts))
+                              s_tile.tolist(), s_row.tolist(), s_ok.tolist(), ws.sram_words.tolist(), lanes_per_word))
             sram_streams.append((ws.sram_times, len(w_streams) - 1))
         for rs in mem.reads:
             tile, _, _ = ag.of(rs.words)
@@ -407,12 +406,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     pipe: dict[int, list] = {}
     stalls = 0
     last_out_array = last_out_wall = -1
-    horizon = max([0] + [int(k.issue.max()) + k.latency for k in kernels if len(k.issue)]
-                  + [int(g.program.times.max()) for g in gout if len(g.program)]
-                  + [max(s[0]) if s[0] else 0 for s in (agg_ev, tb_ev, sram_ev)])
+    streams = (issue, gin_ev, gout_ev, agg_ev, tb_ev, sram_ev)
+    begin = min([0] + [s[0][0] for s in streams if s[0]])  # a broken program may fire before reset
+    horizon = max([0] + [int(k.issue.max()) + k.latency for k in kernels if len(k.issue)] + [s[0][-1] for s in streams if s[0]])
     ci = cg = co = ca = ctb = cs = 0
 
-    for t in range(horizon + 1):
+    for t in range(begin, horizon + 1):
         # 0. global buffer: the whole array waits until the tiles this cycle reads are loaded (001:L301)
         need = glb.need.get(t)
         if need is not None and need > 0:

@@ -3,7 +3,8 @@
 Tables (``results/tables.csv``, ``tables.md``, ``tables.png``): every app at its default size (the sources
 are in ``ir/workloads/pushmem_*.py``) is mapped twice by the whole pushmem pipeline — with the optimising
 schedule, and with the seed's sequential schedule (001:L372: each kernel to completion, no loop
-pipelined) imposed in place of the schedule decision — and each mapped design is run by the cycle
+pipelined) imposed in place of the schedule decision, on an array with as many MEM tiles as it needs
+(``seq_tiles``; harris needs more than the preset's 64) — and each mapped design is run by the cycle
 simulator. Both cycle columns are simulated cycles; both word columns are the SRAM words the mapped design
 allocates. ``seq_live_words`` is the seed's sequential measure (001:L374: buffers that hold each
 producer's whole output), the peak number of live values per buffer under the sequential schedule, summed.
@@ -46,10 +47,11 @@ SIZES = {"gaussian": (32, 64, 128, 256), "harris": (32, 64, 128, 256), "upsample
          "unsharp": (32, 64, 128, 256), "camera": (32, 64, 128, 256), "resnet": (16, 32, 64), "mobilenet": (32, 64, 128)}
 OUT = Path(__file__).parent / "results"
 TARGET = "pushmem-cgra"
+UNBOUNDED_TILES = 100_000
 
 
-def _context(app: str, params: dict, backend: str) -> Context:
-    return Context(workload=build(app, "pushmem", params), target=load_target(TARGET),
+def _context(app: str, params: dict, backend: str, **target) -> Context:
+    return Context(workload=build(app, "pushmem", params), target=load_target(TARGET).model_copy(update=target),
                    solver=SolverConfig(backend=backend, time_limit_s=60))
 
 
@@ -60,8 +62,9 @@ def optimised(app: str, params: dict, backend: str) -> tuple[Context, dict]:
 
 
 def sequential(app: str, params: dict, backend: str) -> tuple[Context, dict]:
-    """The pipeline with the sequential baseline schedule in place of the schedule decision."""
-    ctx = _context(app, params, backend)
+    """The pipeline with the sequential baseline schedule in place of the schedule decision, on an array with
+    as many MEM tiles as its whole-image buffers need (``seq_tiles`` reports how many)."""
+    ctx = _context(app, params, backend, mem_tiles=UNBOUNDED_TILES)
     for step in PIPELINE.steps:
         step.run(ctx)
         if step.name == "schedule":
