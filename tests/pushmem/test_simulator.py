@@ -96,20 +96,14 @@ def test_a_circular_buffer_one_word_below_the_live_words_overwrites_live_data(ga
     assert "overwrite-live" in _hazards(result) and not result.bit_exact
 
 
-def test_an_aggregator_one_word_short_overflows(gaussian):
+@pytest.mark.parametrize("limit,peak,hazard", [("agg_words", "agg_peak", "agg-overflow"), ("tb_words", "tb_peak", "tb-overflow")],
+                         ids=["aggregator", "transpose-buffer"])
+def test_a_register_file_one_word_short_overflows(gaussian, limit, peak, hazard):
     _, mapping, inputs = gaussian
     config = configure(mapping)
-    peak = simulate(config, inputs).agg_peak
-    result = simulate(dataclasses.replace(config, limits=dataclasses.replace(config.limits, agg_words=peak - 1)), inputs)
-    assert _hazards(result) == {"agg-overflow"}
-
-
-def test_a_transpose_buffer_one_word_short_overflows(gaussian):
-    _, mapping, inputs = gaussian
-    config = configure(mapping)
-    peak = simulate(config, inputs).tb_peak
-    result = simulate(dataclasses.replace(config, limits=dataclasses.replace(config.limits, tb_words=peak - 1)), inputs)
-    assert _hazards(result) == {"tb-overflow"}
+    words = getattr(simulate(config, inputs), peak)
+    result = simulate(dataclasses.replace(config, limits=dataclasses.replace(config.limits, **{limit: words - 1})), inputs)
+    assert _hazards(result) == {hazard}
 
 
 def test_unshifted_wide_fetch_collides_on_the_single_sram_port(gaussian):
