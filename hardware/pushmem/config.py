@@ -23,6 +23,12 @@ affine coefficients / recurrence deltas of Fig. 5, which generate the same seque
 
 Element tags: every value on a wire carries the element it is (``tag = tensor id · 2^40 + flat index``),
 so the simulator can name a read of the wrong value; the hardware carries only the value.
+
+Several producers of one buffer (an init and an update statement writing the same tensor): each producer
+kernel drives its own input wire (``<tensor>.in`` today, one per producer then), each memory of the buffer
+gets one :class:`WriteStream` per producer (its own AGG, counted against the tile's input ports), and a
+tap names the input wire it hangs from. The simulator already loops over ``Memory.writes`` and tile
+ports; what such buffers add is a version in the tag (which write of the element a reader expects).
 """
 
 from __future__ import annotations

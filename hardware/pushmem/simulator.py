@@ -175,15 +175,52 @@ def compile_expr(expr, dtype: str):
 # ------------------------------------------------------------------ the simulator
 
 
-def _events(streams: list[tuple[np.ndarray, int]]) -> tuple[list[int], list[int], list[int]]:
-    """Firings of several units merged by cycle: (cycles, unit, firing index), sorted by cycle."""
-    if not streams:
-        return [], [], []
-    times = np.concatenate([t for t, _ in streams])
-    unit = np.concatenate([np.full(len(t), u, dtype=np.int64) for t, u in streams])
-    index = np.concatenate([np.arange(len(t), dtype=np.int64) for t, _ in streams])
-    order = np.argsort(times, kind="stable")
-    return times[order].tolist(), unit[order].tolist(), index[order].tolist()
+class _Timeline:
+    """Firings of several units merged by cycle — (unit, firing index) — handed out cycle by cycle.
+
+    The merged arrays stay NumPy; only a window of them is turned into Python lists at a time, so a run of
+    millions of firings keeps few Python objects alive."""
+
+    WINDOW = 1 << 15
+
+    def __init__(self, streams: list[tuple[np.ndarray, int]]):
+        if streams:
+            times = np.concatenate([t for t, _ in streams])
+            order = np.argsort(times, kind="stable")
+            self.times = times[order]
+            self.unit = np.concatenate([np.full(len(t), u, dtype=np.int32) for t, u in streams])[order]
+            self.index = np.concatenate([np.arange(len(t), dtype=np.int64) for t, _ in streams])[order]
+        else:
+            self.times = np.zeros(0, dtype=np.int64)
+            self.unit = self.index = self.times
+        self._start, self._cursor = 0, 0
+        self._t: list[int] = []
+        self._u: list[int] = []
+        self._i: list[int] = []
+
+    @property
+    def first(self) -> int | None:
+        return int(self.times[0]) if len(self.times) else None
+
+    @property
+    def last(self) -> int | None:
+        return int(self.times[-1]) if len(self.times) else None
+
+    def at(self, cycle: int):
+        """The (unit, index) pairs firing at ``cycle``; cycles must be asked in increasing order."""
+        while True:
+            if self._cursor == len(self._t):
+                start = self._start + len(self._t)
+                if start >= len(self.times):
+                    return
+                end = start + self.WINDOW
+                self._start, self._cursor = start, 0
+                self._t, self._u, self._i = (self.times[start:end].tolist(), self.unit[start:end].tolist(),
+                                             self.index[start:end].tolist())
+            if self._t[self._cursor] != cycle:
+                return
+            yield self._u[self._cursor], self._i[self._cursor]
+            self._cursor += 1
 
 
 class _Hazards:
@@ -313,13 +350,13 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     _load_checks(config, hazard)
     golden = evaluate(program, inputs)
     tid = config.tensor_ids()
-    is_input = {t.name for t in program.inputs}
+    names = sorted(program.tensors)
+    input_ids = {tid[t.name] for t in program.inputs}
 
-    def tags(tensor: str, elements: np.ndarray) -> list[int]:
-        return ((tid[tensor] << TAG_SHIFT) + np.asarray(elements, dtype=np.int64)).tolist()
+    def tags(tensor: str, elements: np.ndarray) -> np.ndarray:
+        return (tid[tensor] << TAG_SHIFT) + np.asarray(elements, dtype=np.int64)
 
     def name_of(tag: int) -> str:
-        names = sorted(program.tensors)
         return f"{names[tag >> TAG_SHIFT]}[{tag & ((1 << TAG_SHIFT) - 1)}]"
 
     produced: dict[int, int] = {}  # tag → array cycle its kernel drove it onto a wire
@@ -331,30 +368,27 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
         t = produced.get(tag)
         return t is None or t > cycle
 
-    input_ids = {tid[t] for t in is_input}
-
-    # ---- kernels
+    # ---- kernels: per firing, the operand tags (one row) and the output tag
     kernels = config.kernels
     k_fn = [compile_expr(k.expr, k.dtype) for k in kernels]
     k_wrap = [_wrap_fn(k.dtype) for k in kernels]
-    k_ops = [[(op.wire, tags(op.tensor, op.elements)) for op in k.operands] for k in kernels]
+    k_wires = [[op.wire for op in k.operands] for k in kernels]
+    k_want = [np.stack([tags(op.tensor, op.elements) for op in k.operands], axis=1) if k.operands
+              else np.zeros((len(k.issue), 0), dtype=np.int64) for k in kernels]
     k_out = [tags(k.output, k.out_elements) for k in kernels]
-    k_first = [None if k.first is None else k.first.tolist() for k in kernels]
-    k_last = [None if k.last is None else k.last.tolist() for k in kernels]
     k_acc: list[int] = [0] * len(kernels)
     k_prev: list[int | None] = [None] * len(kernels)
-    issue = _events([(k.issue, i) for i, k in enumerate(kernels)])
+    issue = _Timeline([(k.issue, i) for i, k in enumerate(kernels)])
 
     # ---- global-buffer streams
     gin = config.inputs
     gin_tags = [tags(g.tensor, g.program.elements) for g in gin]
-    gin_vals = [np.asarray(inputs[g.tensor]).ravel()[g.program.elements].astype(np.int64).tolist() for g in gin]
-    gin_ev = _events([(g.program.times, i) for i, g in enumerate(gin)])
+    gin_vals = [np.asarray(inputs[g.tensor]).ravel()[g.program.elements].astype(np.int64) for g in gin]
+    gin_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gin)])
     outputs = {t.name: np.zeros(t.shape, dtype=NUMPY_DTYPES[t.dtype]) for t in program.outputs}
     gout = config.outputs
     gout_tags = [tags(g.tensor, g.program.elements) for g in gout]
-    gout_el = [g.program.elements.tolist() for g in gout]
-    gout_ev = _events([(g.program.times, i) for i, g in enumerate(gout)])
+    gout_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gout)])
     captured = {g.tensor: np.zeros(program.tensor(g.tensor).size, dtype=bool) for g in gout}
 
     # ---- taps
@@ -362,40 +396,35 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     sr_stages = sum(t.delay for t in config.taps if t.kind == "sr")
     taps = [(t.name, t.source, t.kind == "sr") for t in config.taps]
 
-    # ---- memories: streams with their addresses
+    # ---- memories: per stream, the tile of every lane access and the (tile, row) of every SRAM access
     fw = config.memories[0].fetch_width if config.memories else 1
     rows = lim.tile_words // fw
     mems = config.memories
-    w_streams, r_streams = [], []  # (memory index, stream, per-firing tiles/rows/ok, tags)
-    sram_streams = []  # (times, (kind, stream index)) per SRAM port program
-    last_read_word: list[dict[int, int]] = [dict() for _ in mems]
+    writes, reads = [], []  # (memory index, stream, lane tiles, lane tags, sram tiles, sram rows, sram ok)
+    sram_programs = []  # (cycles, unit): unit ≥ 0 a write stream, < 0 a read stream
+    last_fetch: list[np.ndarray] = []  # per memory and word: the last SRAM → TB fetch (−1: never read)
+    lanes_per_word: list[np.ndarray] = []
     for m, mem in enumerate(mems):
         ag = _Addresses(mem, rows)
+        top = max([int(x.max()) for st in (*mem.writes, *mem.reads) for x in (st.words, st.sram_words) if len(x)] + [0])
+        last = np.full(top + 1, -1, dtype=np.int64)
         for ws in mem.writes:
-            tile, _, _ = ag.of(ws.words)
             s_tile, s_row, s_ok = ag.of(ws.sram_words)
-            lanes_per_word: dict[int, int] = {}
-            for w in ws.words.tolist():
-                lanes_per_word[w] = lanes_per_word.get(w, 0) + 1
-            w_streams.append((m, ws, tile.tolist(), ws.words.tolist(), ws.lane.tolist(), tags(mem.tensor, ws.lanes.elements),
-                              s_tile.tolist(), s_row.tolist(), s_ok.tolist(), ws.sram_words.tolist(), lanes_per_word))
-            sram_streams.append((ws.sram_times, len(w_streams) - 1))
+            writes.append((m, ws, ag.of(ws.words)[0], tags(mem.tensor, ws.lanes.elements), s_tile, s_row, s_ok))
+            lanes_per_word.append(np.bincount(ws.words, minlength=top + 1))
+            sram_programs.append((ws.sram_times, len(writes) - 1))
         for rs in mem.reads:
-            tile, _, _ = ag.of(rs.words)
             s_tile, s_row, s_ok = ag.of(rs.sram_words)
-            r_streams.append((m, rs, tile.tolist(), rs.words.tolist(), rs.lane.tolist(), tags(mem.tensor, rs.lanes.elements),
-                              s_tile.tolist(), s_row.tolist(), s_ok.tolist(), rs.sram_words.tolist(), rs.release.tolist()))
-            sram_streams.append((rs.sram_times, -len(r_streams)))
-            lw = last_read_word[m]
-            for t, w in zip(rs.sram_times.tolist(), rs.sram_words.tolist()):
-                if lw.get(w, -1) < t:
-                    lw[w] = t
-    agg_ev = _events([(ws[1].lanes.times, i) for i, ws in enumerate(w_streams)])
-    tb_ev = _events([(rs[1].lanes.times, i) for i, rs in enumerate(r_streams)])
-    sram_ev = _events(sram_streams)
-    agg: list[dict[int, dict[int, tuple[int, int]]]] = [dict() for _ in w_streams]
-    agg_held = [0] * len(w_streams)
-    tb: list[dict[int, tuple[int, list, list]]] = [dict() for _ in r_streams]
+            reads.append((m, rs, ag.of(rs.words)[0], tags(mem.tensor, rs.lanes.elements), s_tile, s_row, s_ok))
+            sram_programs.append((rs.sram_times, -len(reads)))
+            np.maximum.at(last, rs.sram_words, rs.sram_times)
+        last_fetch.append(last)
+    agg_ev = _Timeline([(w[1].lanes.times, i) for i, w in enumerate(writes)])
+    tb_ev = _Timeline([(r[1].lanes.times, i) for i, r in enumerate(reads)])
+    sram_ev = _Timeline(sram_programs)
+    agg: list[dict[int, dict[int, tuple[int, int]]]] = [dict() for _ in writes]
+    agg_held = [0] * len(writes)
+    tb: list[dict[int, tuple[int, list, list]]] = [dict() for _ in reads]
     sram: dict[tuple[int, int], tuple[list, list, int, int]] = {}  # (tile, row) → data, tags, memory, word
     live: list[set] = [set() for _ in mems]
     peak_words = {mem.name: 0 for mem in mems}
@@ -406,10 +435,10 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     pipe: dict[int, list] = {}
     stalls = 0
     last_out_array = last_out_wall = -1
-    streams = (issue, gin_ev, gout_ev, agg_ev, tb_ev, sram_ev)
-    begin = min([0] + [s[0][0] for s in streams if s[0]])  # a broken program may fire before reset
-    horizon = max([0] + [int(k.issue.max()) + k.latency for k in kernels if len(k.issue)] + [s[0][-1] for s in streams if s[0]])
-    ci = cg = co = ca = ctb = cs = 0
+    timelines = (issue, gin_ev, gout_ev, agg_ev, tb_ev, sram_ev)
+    begin = min([0] + [tl.first for tl in timelines if tl.first is not None])  # a broken program may fire before reset
+    horizon = max([0] + [int(k.issue.max()) + k.latency for k in kernels if len(k.issue)]
+                  + [tl.last for tl in timelines if tl.last is not None])
 
     for t in range(begin, horizon + 1):
         # 0. global buffer: the whole array waits until the tiles this cycle reads are loaded (001:L301)
@@ -425,80 +454,72 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
             wires[wire] = (tag, value)
             produced[tag] = t
         # 2. global-buffer output streams capture
-        while co < len(gout_ev[0]) and gout_ev[0][co] == t:
-            g, i = gout_ev[1][co], gout_ev[2][co]
-            co += 1
-            got, want = wires.get(gout[g].wire), gout_tags[g][i]
+        for g, i in gout_ev.at(t):
+            got, want = wires.get(gout[g].wire), int(gout_tags[g][i])
             last_out_array, last_out_wall = t, wall
             if got is None or got[0] != want:
                 hazard("read-before-write" if missing(want, t) else "capture-mismatch", t, f"output {gout[g].tensor}",
                        f"wants {name_of(want)}, wire carries {name_of(got[0]) if got else 'nothing'}")
                 continue
-            outputs[gout[g].tensor].flat[gout_el[g][i]] = got[1]
-            captured[gout[g].tensor][gout_el[g][i]] = True
+            element = int(gout[g].program.elements[i])
+            outputs[gout[g].tensor].flat[element] = got[1]
+            captured[gout[g].tensor][element] = True
         # 3. global-buffer input streams drive their wires
-        while cg < len(gin_ev[0]) and gin_ev[0][cg] == t:
-            g, i = gin_ev[1][cg], gin_ev[2][cg]
-            cg += 1
-            wires[gin[g].name] = (gin_tags[g][i], gin_vals[g][i])
+        for g, i in gin_ev.at(t):
+            wires[gin[g].name] = (int(gin_tags[g][i]), int(gin_vals[g][i]))
         glb.read(t, wall)
         # 4. SRAM port: AGG → SRAM writes, SRAM → TB fetches; one access per tile per cycle
         per_tile: dict[int, int] = {}
         fetched: list[int] = []
-        while cs < len(sram_ev[0]) and sram_ev[0][cs] == t:
-            s, i = sram_ev[1][cs], sram_ev[2][cs]
-            cs += 1
+        for unit, i in sram_ev.at(t):
             counts["sram_accesses"] += 1
-            if s >= 0:
-                m, ws, *_ = w_streams[s]
-                tile, row, ok, word = w_streams[s][6][i], w_streams[s][7][i], w_streams[s][8][i], w_streams[s][9][i]
+            if unit >= 0:
+                m, ws, _, _, s_tile, s_row, s_ok = writes[unit]
+                tile, row, word = int(s_tile[i]), int(s_row[i]), int(ws.sram_words[i])
                 per_tile[tile] = per_tile.get(tile, 0) + 1
-                lanes = agg[s].pop(word, {})
-                agg_held[s] -= len(lanes)
-                if len(lanes) < w_streams[s][10].get(word, 0):
+                lanes = agg[unit].pop(word, {})
+                agg_held[unit] -= len(lanes)
+                if len(lanes) < lanes_per_word[unit][word]:
                     hazard("agg-incomplete", t, ws.name, f"word {word} written with {len(lanes)} of "
-                           f"{w_streams[s][10][word]} lanes")
-                if not ok:
+                           f"{lanes_per_word[unit][word]} lanes")
+                if not s_ok[i]:
                     hazard("tile-overflow", t, mems[m].name, f"word {word} has no row on the chained tiles")
                     continue
                 old = sram.get((tile, row))
-                if old is not None and (old[2], old[3]) != (m, word) and old[3] in live[old[2]] \
-                        and last_read_word[old[2]].get(old[3], -1) >= t:
+                if old is not None and (old[2], old[3]) != (m, word) and old[3] in live[old[2]]:
                     hazard("overwrite-live", t, mems[m].name, f"word {word} overwrites word {old[3]} of "
-                           f"{mems[old[2]].name} (tile {tile} row {row}), still read at cycle "
-                           f"{last_read_word[old[2]][old[3]]}")
+                           f"{mems[old[2]].name} (tile {tile} row {row}), still fetched at cycle "
+                           f"{last_fetch[old[2]][old[3]]}")
                     live[old[2]].discard(old[3])
                 data, tg = [0] * fw, [-1] * fw
                 for lane, (tag, value) in lanes.items():
                     data[lane], tg[lane] = value, tag
                 sram[(tile, row)] = (data, tg, m, word)
-                if last_read_word[m].get(word, -1) > t:
+                if last_fetch[m][word] > t:
                     live[m].add(word)
                     peak_words[mems[m].name] = max(peak_words[mems[m].name], fw * len(live[m]))
             else:
-                r = -s - 1
-                m = r_streams[r][0]
-                tile, row, ok, word = r_streams[r][6][i], r_streams[r][7][i], r_streams[r][8][i], r_streams[r][9][i]
+                r = -unit - 1
+                m, rs, _, _, s_tile, s_row, s_ok = reads[r]
+                tile, row, word = int(s_tile[i]), int(s_row[i]), int(rs.sram_words[i])
                 per_tile[tile] = per_tile.get(tile, 0) + 1
-                entry = sram.get((tile, row)) if ok else None
+                entry = sram.get((tile, row)) if s_ok[i] else None
                 if entry is None or entry[2] != m or entry[3] != word:
                     tb[r][word] = (t + lim.sram_read_latency, [0] * fw, [-1] * fw)
                 else:
                     tb[r][word] = (t + lim.sram_read_latency, list(entry[0]), list(entry[1]))
                 fetched.append(r)
-                if last_read_word[m].get(word) == t:
+                if last_fetch[m][word] == t:
                     live[m].discard(word)
         for tile, n in per_tile.items():
             if n > 1:
                 hazard("sram-port-conflict", t, f"tile {tile}", f"{n} SRAM accesses in one cycle", n - 1)
         # 5. TB lanes drive their wires
         word_access: dict[int, int] = {}
-        while ctb < len(tb_ev[0]) and tb_ev[0][ctb] == t:
-            r, i = tb_ev[1][ctb], tb_ev[2][ctb]
-            ctb += 1
-            m, rs, tiles, words, lanes, want_tags, *_, release = r_streams[r]
-            word_access[tiles[i]] = word_access.get(tiles[i], 0) + 1
-            word, lane, want = words[i], lanes[i], want_tags[i]
+        for r, i in tb_ev.at(t):
+            m, rs, lane_tiles, want_tags = reads[r][:4]
+            tile, word, lane, want = int(lane_tiles[i]), int(rs.words[i]), int(rs.lane[i]), int(want_tags[i])
+            word_access[tile] = word_access.get(tile, 0) + 1
             entry = tb[r].get(word)
             if entry is None or entry[0] > t:
                 hazard("tb-underflow", t, rs.name, f"lane {lane} of word {word} ({name_of(want)}) not in the TB")
@@ -507,13 +528,13 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
                        f"wants {name_of(want)}, TB lane holds {name_of(entry[2][lane]) if entry[2][lane] >= 0 else 'nothing'}")
             else:
                 wires[rs.name] = (want, entry[1][lane])
-            if release[i]:
+            if rs.release[i]:
                 tb[r].pop(word, None)
         for r in fetched:  # TB occupancy after this cycle's releases
             held = fw * len(tb[r])
             tb_peak = max(tb_peak, held)
             if held > lim.tb_words:
-                hazard("tb-overflow", t, f"TB of {r_streams[r][1].name}", f"{held} words > {lim.tb_words}")
+                hazard("tb-overflow", t, f"TB of {reads[r][1].name}", f"{held} words > {lim.tb_words}")
         # 6. wires and shift registers (each shifts every array cycle)
         for name, source, is_sr in taps:
             value = wires.get(source)
@@ -525,33 +546,30 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
                 wires[name] = value
         counts["sr_shifts"] += sr_stages
         # 7. AGG captures
-        while ca < len(agg_ev[0]) and agg_ev[0][ca] == t:
-            s, i = agg_ev[1][ca], agg_ev[2][ca]
-            ca += 1
-            m, ws, tiles, words, lanes, want_tags, *_ = w_streams[s]
-            word_access[tiles[i]] = word_access.get(tiles[i], 0) + 1
-            got, want = wires.get(ws.source), want_tags[i]
+        for unit, i in agg_ev.at(t):
+            m, ws, lane_tiles, want_tags = writes[unit][:4]
+            tile, word, lane, want = int(lane_tiles[i]), int(ws.words[i]), int(ws.lane[i]), int(want_tags[i])
+            word_access[tile] = word_access.get(tile, 0) + 1
+            got = wires.get(ws.source)
             if got is None or got[0] != want:
                 hazard("read-before-write" if missing(want, t) else "capture-mismatch", t, f"AGG of {ws.name}",
                        f"wants {name_of(want)}, wire carries {name_of(got[0]) if got else 'nothing'}")
                 got = (-1, 0)
-            slot = agg[s].setdefault(words[i], {})
-            agg_held[s] += lanes[i] not in slot
-            slot[lanes[i]] = got
-            if agg_held[s] > lim.agg_words:
-                hazard("agg-overflow", t, f"AGG of {ws.name}", f"{agg_held[s]} words held > {lim.agg_words}")
-            agg_peak = max(agg_peak, agg_held[s])
+            slot = agg[unit].setdefault(word, {})
+            agg_held[unit] += lane not in slot
+            slot[lane] = got
+            if agg_held[unit] > lim.agg_words:
+                hazard("agg-overflow", t, f"AGG of {ws.name}", f"{agg_held[unit]} words held > {lim.agg_words}")
+            agg_peak = max(agg_peak, agg_held[unit])
         # 8. kernels fire
-        while ci < len(issue[0]) and issue[0][ci] == t:
-            k, i = issue[1][ci], issue[2][ci]
-            ci += 1
+        for k, i in issue.at(t):
             kern = kernels[k]
             if k_prev[k] == t:
                 hazard("pe-conflict", t, kern.name, "two firings in one cycle")
             k_prev[k] = t
             values = []
-            for wire, want_tags in k_ops[k]:
-                got, want = wires.get(wire), want_tags[i]
+            for wire, want in zip(k_wires[k], k_want[k][i].tolist()):
+                got = wires.get(wire)
                 if got is None or got[0] != want:
                     hazard("read-before-write" if missing(want, t) else "operand-mismatch", t, kern.name,
                            f"wants {name_of(want)} on {wire}, it carries {name_of(got[0]) if got else 'nothing'}")
@@ -560,12 +578,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
                     values.append(got[1])
             result = k_fn[k](values)
             counts["pe_ops"] += 1
-            if k_last[k] is not None:
-                k_acc[k] = result if k_first[k][i] else k_wrap[k](k_acc[k] + result)
-                if not k_last[k][i]:
+            if kern.last is not None:
+                k_acc[k] = result if kern.first[i] else k_wrap[k](k_acc[k] + result)
+                if not kern.last[i]:
                     continue
                 result = k_acc[k]
-            pipe.setdefault(t + kern.latency, []).append((kern.wire, k_out[k][i], result))
+            pipe.setdefault(t + kern.latency, []).append((kern.wire, int(k_out[k][i]), result))
         # 9. word accesses per tile
         for tile, n in word_access.items():
             counts["word_accesses"] += n

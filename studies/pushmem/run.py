@@ -11,7 +11,9 @@ producer's whole output), the peak number of live values per buffer under the se
 
 Sweep (``results/sweep.csv``, ``sweep.png``): the optimised design at every size of ``SIZES``, simulated;
 the sequential column there is the sequential schedule's completion (its whole-image buffers stop fitting
-the 64 MEM tiles above 64x64). ``results/summary.json`` holds the machine (CPU model and flags), the
+the 64 MEM tiles above 64x64). Bandwidth (``results/bandwidth.csv``, right panel of ``sweep.png``): one
+resnet mapping simulated at falling DRAM bandwidths, where late tiles stall the whole array (001:L301)
+and the simulated cycles leave the schedule's completion. ``results/summary.json`` holds the machine (CPU model and flags), the
 versions and every figure the READMEs quote.
 
     nice .venv/bin/python studies/pushmem/run.py [--apps gaussian ...] [--backend highs] [--no-sweep]
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import time
@@ -30,11 +33,14 @@ import numpy as np
 
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.cpu.toolchain import cpu_flags
+from solvermap.hardware.pushmem.simulator import simulate
 from solvermap.hardware.targets import load_target
+from solvermap.ir.loopnest import random_inputs
 from solvermap.ir.workloads import build, info
 from solvermap.mappers.pipeline import Context
-from solvermap.mappers.pushmem import PIPELINE
+from solvermap.mappers.pushmem import PIPELINE, mapping_of
 from solvermap.mappers.pushmem.buffers import extract_buffers
+from solvermap.mappers.pushmem.configure import configure
 from solvermap.mappers.pushmem.storage import max_live
 from solvermap.runs import environment
 
@@ -45,6 +51,7 @@ SEED = {  # Table VI (001:L376-L383) and Table VII (001:L385-L392): seq cycles, 
 }
 SIZES = {"gaussian": (32, 64, 128, 256), "harris": (32, 64, 128, 256), "upsample": (32, 64, 128, 256),
          "unsharp": (32, 64, 128, 256), "camera": (32, 64, 128, 256), "resnet": (16, 32, 64), "mobilenet": (32, 64, 128)}
+DRAM_RATES = (4.0, 0.2, 0.1, 0.05, 0.025)  # words per cycle; 4 is the preset (assumption A10)
 OUT = Path(__file__).parent / "results"
 TARGET = "pushmem-cgra"
 UNBOUNDED_TILES = 100_000
@@ -140,6 +147,28 @@ def sweep(apps: list[str], backend: str) -> list[dict]:
     return rows
 
 
+def bandwidth(backend: str) -> list[dict]:
+    """resnet at its default size, one mapping simulated at falling DRAM → global-buffer bandwidths: below the
+    rate the coarse pipeline consumes input tiles, the whole array stalls at each late tile (001:L301)."""
+    app = "resnet"
+    params = dict(info(app, "pushmem").params)
+    ctx, v = optimised(app, params, backend)
+    mapping = mapping_of(ctx)
+    inputs = random_inputs(mapping.program, ctx.seed)
+    program = mapping.program
+    tile_words = int(np.prod(program.tensor("input").shape[1:]))
+    rows = []
+    for rate in DRAM_RATES:
+        spec = mapping.spec.model_copy(update={"dram_words_per_cycle": rate})
+        sim = simulate(configure(dataclasses.replace(mapping, spec=spec)), inputs)
+        rows.append({"app": app, "params": json.dumps(params, sort_keys=True), "dram_words_per_cycle": rate,
+                     "tile_words": tile_words, "ii": mapping.schedule.ii, "scheduled_cycles": mapping.schedule.completion,
+                     "simulated_cycles": sim.cycles, "stall_cycles": sim.stall_cycles,
+                     "check": "ok" if sim.bit_exact and not any(sim.hazards.values()) else "hazards"})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def slopes(rows: list[dict]) -> dict[str, dict]:
     """Least-squares cycles = a·pixels + b per app, and the image edge at which it meets the seed's cycles."""
     out = {}
@@ -212,13 +241,13 @@ def plot_tables(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def plot_sweep(rows: list[dict], path: Path) -> None:
+def plot_sweep(rows: list[dict], brows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
     for i, app in enumerate(dict.fromkeys(r["app"] for r in rows)):
         sub = [r for r in rows if r["app"] == app]
         color = f"C{i}"
@@ -230,6 +259,16 @@ def plot_sweep(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("simulated cycles, optimised schedule")
     ax.set_title("cycles against image size (dotted: the seed's Table VI optimised cycles, size not stated)", fontsize=9)
     ax.legend(fontsize=8)
+    if brows:
+        rates = [r["dram_words_per_cycle"] for r in brows]
+        bx.plot(rates, [r["simulated_cycles"] for r in brows], "o-", label="simulated")
+        bx.plot(rates, [r["scheduled_cycles"] for r in brows], "k--", label="schedule's completion")
+        bx.set_xscale("log")
+        bx.set_yscale("log")
+        bx.set_xlabel("DRAM → global buffer words per cycle")
+        bx.set_ylabel("cycles")
+        bx.set_title(f"resnet {json.loads(brows[0]['params'])}: stalls on late tiles", fontsize=9)
+        bx.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -254,10 +293,15 @@ def main() -> None:
                                                        "stall_cycles", "opt_check", "seq_check")} for r in rows}
     if not args.no_sweep:
         srows = sweep(args.apps, args.backend)
+        brows = bandwidth(args.backend) if "resnet" in args.apps else []
         _write_csv(srows, OUT / "sweep.csv")
-        plot_sweep(srows, OUT / "sweep.png")
+        if brows:
+            _write_csv(brows, OUT / "bandwidth.csv")
+        plot_sweep(srows, brows, OUT / "sweep.png")
         summary["sweep"] = slopes(srows)
         summary["sweep_checks"] = sorted({r["check"] for r in srows})
+        summary["bandwidth"] = [{k: r[k] for k in ("dram_words_per_cycle", "scheduled_cycles", "simulated_cycles",
+                                                   "stall_cycles", "check")} for r in brows]
     summary["seconds"] = round(time.perf_counter() - start, 1)
     summary["load_average_end"] = list(os.getloadavg())
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
