@@ -33,7 +33,7 @@ ports; what such buffers add is a version in the tag (which write of the element
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -166,7 +166,6 @@ class Configuration:
     taps: tuple[Tap, ...]  # in an order where every tap's source is driven before it
     memories: tuple[Memory, ...]
     limits: Limits
-    notes: dict[str, Any] = field(default_factory=dict)
 
     def tensor_ids(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(sorted(self.program.tensors))}

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from solvermap.hardware.pushmem.config import TAG_SHIFT, Configuration, Memory
-from solvermap.ir.loopnest import NUMPY_DTYPES, Call, Cast, Const, Load, evaluate
+from solvermap.ir.loopnest import NUMPY_DTYPES, Cast, Const, Load, evaluate
 
 HAZARDS = ("read-before-write", "operand-mismatch", "capture-mismatch", "stale-read", "pe-conflict",
            "sram-port-conflict", "tile-bandwidth", "tile-ports", "tile-overflow", "overwrite-live", "agg-overflow",
