@@ -61,7 +61,7 @@ def test_schedule_backends_reach_the_enumerated_optimum(backend):
 
 
 def test_dnn_pipeline_binary_search_reaches_full_utilisation():
-    program = build("resnet", "pushmem", {"tiles": 3, "channels": 4, "filters": 2, "tile_size": 4}).ir
+    program = build("resnet", "pushmem", {"size": 8, "channels": 4, "filters": 2, "tile": 4}).ir
     problem = schedule_problem(program)
     solved = scheduling.solve(problem, SolverConfig(backend="highs"))
     assert problem.pipeline == "dnn"
@@ -95,7 +95,7 @@ def test_checker_rejects_a_wrong_completion():
 
 
 def test_checker_rejects_an_overwritten_double_buffer_slot():
-    program = build("resnet", "pushmem", {"tiles": 3, "channels": 4, "filters": 2, "tile_size": 4}).ir
+    program = build("resnet", "pushmem", {"size": 8, "channels": 4, "filters": 2, "tile": 4}).ir
     problem = schedule_problem(program)
     s = scheduling.solve(problem, SolverConfig(backend="highs")).decision
     rates = {k: (1,) + v[1:] if k == "load_input" else v for k, v in s.rates.items()}
