@@ -9,7 +9,9 @@ Knobs (L1110–1114): ``FP32`` (golden) and ``FP16`` on the GPU, ``P1`` … ``P7
 in increasing order of voltage and decreasing error). :data:`KNOBS` orders them from least to most accurate
 (L1119: P1 < … < P7 < FP16 < FP32).
 
-Supported tensor ops (Table 5.1, L934–948, plus sigmoid and max pooling, L1123): :data:`SUPPORTED_OPS`.
+Supported tensor ops (Table 5.1, L934–948, plus sigmoid and max pooling, L1123), and the ops HPVM's DNN
+benchmarks add (batch normalisation, grouped convolution, mean pooling, softmax; HPVM's tensor runtime
+``batchnorm``, ``group_conv``, ``pool_mean``, ``softmax``): :data:`SUPPORTED_OPS`.
 :func:`check_supported` rejects a network with any other op with one :class:`InputError` line.
 
 Beside this module: ``promise_sim.py`` (PROMISE functional, timing and energy models), ``gpu_cost.py`` (the
@@ -27,7 +29,7 @@ from solvermap.hardware.targets import TargetSpec, register_family
 PROMISE_KNOBS = tuple(f"P{k}" for k in range(1, 8))
 GPU_KNOBS = ("FP16", "FP32")
 KNOBS = PROMISE_KNOBS + GPU_KNOBS  # least → most accurate (seed L1119)
-SUPPORTED_OPS = ("conv", "gemm", "add", "tanh", "relu", "sigmoid", "pool")
+SUPPORTED_OPS = ("conv", "gemm", "add", "batchnorm", "tanh", "relu", "sigmoid", "pool", "avgpool", "softmax")
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from solvermap.hardware.approxhpvm import KNOBS, PROMISE_KNOBS, knob_precision, swing_level
 from solvermap.hardware.approxhpvm.gpu_cost import Cost, gpu_op_cost, launch_cost, transfer_cost
 from solvermap.hardware.approxhpvm.promise_sim import noisy_dot, quantize, task_cost
-from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, apply_op, conv_output, im2col
+from solvermap.ir.workloads.approxhpvm_tensor_ops import CONV3, TensorNetwork, apply_op, conv2d
 
 
 # ---------------------------------------------------------------------- functional
@@ -50,13 +50,14 @@ def run_op(net: TensorNetwork, spec, op, inputs: list[np.ndarray], knob: str, rn
     p = spec.promise
     f = p.f(swing_level(knob))
     x = inputs[0]
+
+    def promise_product(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return noisy_dot(a, w, f, rng, data_bits=p.data_bits, weight_bits=p.weight_bits)
+
     if op.op == "gemm":
-        out = noisy_dot(x.reshape(len(x), -1), net.params[op.param], f, rng, data_bits=p.data_bits,
-                        weight_bits=p.weight_bits)
+        out = promise_product(x.reshape(len(x), -1), net.params[op.param])
     elif op.op == "conv":
-        n, _, h, w = x.shape
-        out = conv_output(noisy_dot(im2col(x), net.params[op.param], f, rng, data_bits=p.data_bits,
-                                    weight_bits=p.weight_bits), n, h, w)
+        out = conv2d(x, net.params[op.param], op.window or CONV3, promise_product)
     else:  # bias add, pooling, activation: digital Class-4 ops (Table 4.3)
         out = apply_op(op, inputs, net.params)
     return quantize(out, p.data_bits) if task_output else out

@@ -81,13 +81,13 @@ def test_loss_limit_outside_0_1_is_a_one_line_error(monkeypatch, capsys, tmp_pat
 def test_unsupported_op_in_a_graph_file_is_a_one_line_error(monkeypatch, capsys, tmp_path):
     g = DataflowGraph("net")
     g.add_node("x", "io", op="input")
-    g.add_node("sm", op="softmax")
+    g.add_node("sm", op="lstm")
     g.add_edge("x", "sm")
     path = tmp_path / "net.json"
     save(g, path)
     code, _, err = run_cli(monkeypatch, capsys, tmp_path, "solve", "fuse", "--workload", str(path), "--target",
                            "promise-soc")
-    assert code == 2 and len(error_lines(err)) == 1 and "unsupported tensor op 'softmax'" in err
+    assert code == 2 and len(error_lines(err)) == 1 and "unsupported tensor op 'lstm'" in err
     assert "Traceback" not in err
 
 
