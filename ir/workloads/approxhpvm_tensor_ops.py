@@ -102,6 +102,7 @@ class TensorOp:
     n_c: float = 0.0  # multiply + add count per image (L1098)
     out_elements: int = 0  # output elements per image
     window: Window | None = None  # conv and pooling geometry
+    shape: tuple[int, ...] = ()  # output shape per image
 
     @property
     def is_dot(self) -> bool:
@@ -126,6 +127,11 @@ class TensorNetwork:
             if op.name == name:
                 return op
         raise InputError(self.name, "op", f"no op named {name!r}")
+
+    def op_input_shape(self, op: TensorOp) -> tuple[int, ...]:
+        """The per-image shape of ``op``'s (first) input."""
+        src = op.inputs[0]
+        return tuple(self.input_shape) if src == "input" else self.op(src).shape
 
     def layer_ops(self, layer: str) -> list[TensorOp]:
         return [op for op in self.ops if op.layer == layer]
@@ -550,5 +556,5 @@ def ops_of(graph: DataflowGraph) -> tuple[TensorOp, ...]:
             inputs=tuple(p if flat.node(p).kind == NodeKind.OP else "input" for p in preds) or ("input",),
             param=node.attrs.get("param"), dot_length=int(node.attrs.get("dot_length", 0)),
             n_c=float(node.resource("flops")), out_elements=elements,
-            window=Window(**window) if window else None))
+            window=Window(**window) if window else None, shape=tuple(node.shape or ())))
     return tuple(ops)
