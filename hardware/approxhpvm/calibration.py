@@ -54,20 +54,33 @@ class Parameter:
     high: float
     meaning: str
     stage: str = "soc"  # "promise": fitted first, to the figures that depend on PROMISE alone
+    sources: str = ""  # the seed figures that constrain it most
 
 
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("gpu.efficiency.conv", 0.005, 1.0, "achieved fraction of peak FP32 FLOP/s, convolution (cuDNN)"),
-    Parameter("gpu.efficiency.gemm", 0.005, 1.0, "achieved fraction of peak FP32 FLOP/s, GEMM (cuBLAS)"),
-    Parameter("gpu.half_efficiency_dot_length", 0.01, 5000.0, "dot-product length at which conv/GEMM reach half "
-              "their efficiency"),
-    Parameter("gpu.dram_efficiency", 0.02, 1.0, "achieved fraction of 33 GB/s for GPU kernels' activation traffic"),
-    Parameter("gpu.launch_us", 0.1, 20000.0, "per tensor op: kernel launch and HPVM runtime overhead (µs)"),
-    Parameter("gpu.power_w", 0.01, 30.0, "GPU power while a kernel runs, static part (W)"),
-    Parameter("gpu.energy_per_flop_pj", 0.001, 500.0, "dynamic GPU energy per FP32 FLOP (pJ)"),
     Parameter("promise.swing_fixed_fraction", 0.001, 1.0, "share of Class-1 + Class-2 energy independent of the "
-              "swing", stage="promise"),
+              "swing", stage="promise", sources="Conv2 P4 vs P5 (L1250), FC1 P4 vs P6 (L1250–1252)"),
+    Parameter("gpu.efficiency.conv", 0.005, 1.0, "achieved fraction of peak FP32 FLOP/s, convolution (cuDNN)",
+              sources="Conv2 10.9× on P4 (L1250), time shares (L1246)"),
+    Parameter("gpu.efficiency.gemm", 0.005, 1.0, "achieved fraction of peak FP32 FLOP/s, GEMM (cuBLAS)",
+              sources="FC1 8.3× on P4 (L1250), time shares (L1246)"),
+    Parameter("gpu.half_efficiency_dot_length", 0.01, 5000.0, "dot-product length at which conv/GEMM reach half "
+              "their efficiency", sources="Conv1's 28 % time share (L1246)"),
+    Parameter("gpu.dram_efficiency", 0.02, 1.0, "achieved fraction of 33 GB/s for GPU kernels' activation traffic",
+              sources="time shares (L1246), FC2 on FP16 (L1254), no pDMA (L1275)"),
+    Parameter("gpu.launch_us", 0.1, 20000.0, "per tensor op: kernel launch and HPVM runtime overhead (µs)",
+              sources="FC2's 0.3 % time share (L1246), FC2 1.7× slower on FP16 (L1254)"),
+    Parameter("gpu.power_w", 0.01, 30.0, "GPU power while a kernel runs, static part (W)",
+              sources="energy shares (L1246), Conv2/FC1 energy reductions (L1250–1252), FC2 on FP16 (L1254)"),
+    Parameter("gpu.energy_per_flop_pj", 0.001, 500.0, "dynamic GPU energy per FP32 FLOP (pJ)",
+              sources="energy shares (L1246), Conv2/FC1 energy reductions (L1250–1252), no pDMA (L1275)"),
 )
+# the fit starts here, whatever the preset holds (the preset's values are this fit's result)
+INITIAL: dict[str, float] = {
+    "promise.swing_fixed_fraction": 0.5, "gpu.efficiency.conv": 0.45, "gpu.efficiency.gemm": 0.6,
+    "gpu.half_efficiency_dot_length": 50.0, "gpu.dram_efficiency": 0.6, "gpu.launch_us": 100.0, "gpu.power_w": 1.0,
+    "gpu.energy_per_flop_pj": 20.0,
+}
 
 
 @dataclass(frozen=True)
@@ -215,11 +228,13 @@ STAGES = ("promise", "soc")
 
 def fit(spec, net: TensorNetwork, *, figures: Sequence[Figure] = SEED_COMPONENTS,
         parameters: Sequence[Parameter] = PARAMETERS) -> FitResult:
-    """Least squares on log(ours / seed), in the log of each parameter (bounded), in two stages: the PROMISE
-    parameter on the figures that depend on PROMISE alone (the energy ratio of one layer at two swings), then the
-    GPU parameters on the rest with it fixed, so a GPU-side misfit cannot move PROMISE's swing model."""
+    """Least squares on log(ours / seed), in the log of each parameter (bounded), from :data:`INITIAL`, in two
+    stages: the PROMISE parameter on the figures that depend on PROMISE alone (the energy ratio of one layer at two
+    swings), then the GPU parameters on the rest with it fixed, so a GPU-side misfit cannot move PROMISE's swing
+    model."""
     from scipy.optimize import least_squares
 
+    spec = with_values(spec, {p.path: INITIAL[p.path] for p in parameters if p.path in INITIAL})
     current = spec
     values: dict[str, float] = {}
     cost, evaluations, messages = 0.0, 0, []
@@ -250,3 +265,74 @@ def fit(spec, net: TensorNetwork, *, figures: Sequence[Figure] = SEED_COMPONENTS
     every = (*figures, *CONV1_FP16)
     return FitResult(values, component_figures(current, net, every), component_figures(spec, net, every), cost,
                      evaluations, "; ".join(messages))
+
+
+# ---------------------------------------------------------------------- end-to-end predictions (not fitted)
+
+NETWORKS = ("lenet", "dnn1", "dnn2", "dnn3")
+LIMITS = (0.01, 0.02)
+# Fig. 5.9 (L1230–1240) as printed; a string shorter than its network repeats its last setting (layer_knobs)
+SEED_SETTINGS: dict[float, dict[str, tuple[str, str, str]]] = {
+    0.01: {"lenet": ("FP16-P6-P6", "FP16-P6-P6-FP16", "FP16-P6-P7-FP16"), "dnn1": ("P7-P7", "P7-FP16", "P7-FP32"),
+           "dnn2": ("P7-P7-P7", "P7-FP16-P7", "P7-FP32-FP32"),
+           "dnn3": ("P7-P7-P6-P7", "P6-P7-P7-FP16", "P6-FP16-FP16")},
+    0.02: {"lenet": ("FP16-P4-P4-P6", "FP16-P5-P4-P6", "FP16-P4-P6-FP16"), "dnn1": ("P5-P6", "P5-P7", "P6-P6"),
+           "dnn2": ("P5-P4-P4", "P5-P5-P4", "P5-P5-P5"), "dnn3": ("P4-P4-P5", "P4-P4-P6", "P4-FP16-P4-P4")},
+}
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """An end-to-end figure of the seed and the configurations (limit, network, rank) it summarises."""
+
+    name: str
+    seed: float
+    lines: str
+    kind: str  # speedup | energy
+    reduce: str  # mean | min | max | one
+    configurations: tuple[tuple[float, str, int], ...]
+
+
+def _all(limits=LIMITS, networks=NETWORKS) -> tuple[tuple[float, str, int], ...]:
+    return tuple((lim, net, rank) for lim in limits for net in networks for rank in range(3))
+
+
+SEED_END_TO_END: tuple[EndToEnd, ...] = (
+    EndToEnd("LeNet mean speedup at 2 %", 2.75, "L1260", "speedup", "mean", ((0.02, "lenet", 0), (0.02, "lenet", 1),
+                                                                           (0.02, "lenet", 2))),
+    EndToEnd("LeNet mean energy reduction at 2 %", 4.5, "L1260", "energy", "mean",
+             ((0.02, "lenet", 0), (0.02, "lenet", 1), (0.02, "lenet", 2))),
+    EndToEnd("lowest speedup (LeNet C3)", 2.7, "L1201", "speedup", "min", _all()),
+    EndToEnd("highest speedup (DNN1 C1)", 20.0, "L1201", "speedup", "max", _all()),
+    EndToEnd("lowest energy reduction at 1 % (DNN3 C3)", 1.8, "L1201", "energy", "min", _all((0.01,))),
+    EndToEnd("highest energy reduction at 1 % (DNN1 C1)", 6.6, "L1201", "energy", "max", _all((0.01,))),
+    EndToEnd("lowest energy reduction at 2 % (DNN3 C3)", 2.5, "L1201", "energy", "min", _all((0.02,))),
+    EndToEnd("highest energy reduction at 2 % (DNN1 C1)", 8.3, "L1201", "energy", "max", _all((0.02,))),
+    EndToEnd("DNN1 C1 speedup at 1 %", 20.0, "L1201", "speedup", "one", ((0.01, "dnn1", 0),)),
+    EndToEnd("DNN1 C1 energy reduction at 1 %", 6.6, "L1201", "energy", "one", ((0.01, "dnn1", 0),)),
+    EndToEnd("DNN1 C1 energy reduction at 2 %", 8.3, "L1201", "energy", "one", ((0.02, "dnn1", 0),)),
+    EndToEnd("DNN3 C3 energy reduction at 1 %", 1.8, "L1201", "energy", "one", ((0.01, "dnn3", 2),)),
+    EndToEnd("DNN3 C3 energy reduction at 2 %", 2.5, "L1201", "energy", "one", ((0.02, "dnn3", 2),)),
+)
+
+
+def seed_configuration_ratios(spec, networks: Mapping[str, TensorNetwork]) -> dict[tuple[float, str, int], tuple[float, float]]:
+    """(speedup, energy reduction) over all-FP32 of each of Fig. 5.9's configurations on our cost model."""
+    out = {}
+    for name, net in networks.items():
+        base = schedule_cost(net, spec, schedule_units(net, all_fp32(net), ()))
+        for limit in LIMITS:
+            for rank, settings in enumerate(SEED_SETTINGS[limit][name]):
+                r = configuration_cost(net, spec, settings)
+                out[(limit, name, rank)] = (base.total.time_s / r.total.time_s, base.total.energy_j / r.total.energy_j)
+    return out
+
+
+def end_to_end_figures(ratios: Mapping[tuple[float, str, int], tuple[float, float]],
+                       figures: Sequence[EndToEnd] = SEED_END_TO_END) -> dict[str, float]:
+    """Each end-to-end figure computed from the configuration ratios as the seed computes it."""
+    out = {}
+    for f in figures:
+        values = [ratios[c][0 if f.kind == "speedup" else 1] for c in f.configurations]
+        out[f.name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "one": values[0]}[f.reduce]
+    return out

@@ -64,6 +64,21 @@ def noisy_dot(x2d: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator
     return exact + sigma * rng.standard_normal(exact.shape)
 
 
+def noisy_conv(x: np.ndarray, w: np.ndarray, window, f: float, rng: np.random.Generator, *, data_bits: int = 8,
+               weight_bits: int = 7) -> np.ndarray:
+    """A convolution on PROMISE: :func:`noisy_dot` of its patch matrix and weights, with the patch products
+    computed a few images at a time (the per-tensor scale of the patches is that of the input)."""
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import conv_output, conv_product
+
+    xq = quantize(x, data_bits)
+    wq = quantize_weights(w, weight_bits)
+    exact = conv_product(xq, wq, window)
+    sigma = f * np.sqrt(conv_product(xq * xq, wq * wq, window))
+    out = exact + sigma * rng.standard_normal(exact.shape)
+    n, _, h, wd = x.shape
+    return conv_output(out, n, window.out_size(h), window.out_size(wd))
+
+
 def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator, kind: str, *,
                    data_bits: int = 8, weight_bits: int = 7, chunk: int = 64) -> np.ndarray:
     """Distances (Q queries × M stored rows) computed as Σ|Ŵ−X| (``l1``) or Σ(Ŵ−X)² (``l2``), Ŵ noisy per read."""

@@ -28,8 +28,15 @@ import numpy as np
 
 from solvermap.hardware.approxhpvm import KNOBS, PROMISE_KNOBS, knob_precision, swing_level
 from solvermap.hardware.approxhpvm.gpu_cost import Cost, Transfer, gpu_op_cost, launch_cost, transfer_parts
-from solvermap.hardware.approxhpvm.promise_sim import noisy_dot, quantize, task_cost
-from solvermap.ir.workloads.approxhpvm_tensor_ops import CONV3, TensorNetwork, apply_op, conv2d
+from solvermap.hardware.approxhpvm.promise_sim import noisy_conv, noisy_dot, quantize, task_cost
+from solvermap.ir.workloads.approxhpvm_tensor_ops import (
+    CONV3,
+    PATCH_LIMIT,
+    TensorNetwork,
+    apply_op,
+    conv2d,
+    patch_elements,
+)
 
 
 # ---------------------------------------------------------------------- functional
@@ -57,7 +64,11 @@ def run_op(net: TensorNetwork, spec, op, inputs: list[np.ndarray], knob: str, rn
     if op.op == "gemm":
         out = promise_product(x.reshape(len(x), -1), net.params[op.param])
     elif op.op == "conv":
-        out = conv2d(x, net.params[op.param], op.window or CONV3, promise_product)
+        window = op.window or CONV3
+        if patch_elements(x.shape, window) <= PATCH_LIMIT:
+            out = conv2d(x, net.params[op.param], window, promise_product)
+        else:  # the same model, the patch products a few images at a time
+            out = noisy_conv(x, net.params[op.param], window, f, rng, data_bits=p.data_bits, weight_bits=p.weight_bits)
     else:  # bias add, pooling, activation: digital Class-4 ops (Table 4.3)
         out = apply_op(op, inputs, net.params)
     return quantize(out, p.data_bits) if task_output else out

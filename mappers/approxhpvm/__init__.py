@@ -18,7 +18,8 @@ knobs.objective, inside the level search, see formulations/accuracy_budget.py; t
 beside it, ``top`` accepted configurations each), budget.explore (candidates the energy search may verify after
 its first acceptance), budget.top, budget.mc_runs, budget.method (milp|convex), budget.repeats,
 budget.optuna_trials; knobs.objective (energy|time), knobs.allowed (list of knobs),
-knobs.mc_runs; swing.p_m, swing.bound (measured|sakr), swing.runs.
+knobs.mc_runs, knobs.max_validations, knobs.layer_screen (true: after a failed mapping, cut its layers that fail
+alone, :mod:`.layer_screen`); swing.p_m, swing.bound (measured|sakr), swing.runs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from solvermap.ir.graph import DataflowGraph
 from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, single_threaded_blas
 from solvermap.mappers.approxhpvm import baselines
+from solvermap.mappers.approxhpvm.layer_screen import layer_screen
 from solvermap.mappers.approxhpvm.optuna_search import optuna_baseline
 from solvermap.mappers.approxhpvm.problems import (
     budget_problem,
@@ -332,9 +334,12 @@ def step_knobs(ctx: Context):
     safe = most_accurate_mapping(first.problem)
     fallback = MappingCandidate(knob_types.objective(first.problem, safe), -1, safe, first.problem, first.budgets,
                                 first.extra)
+    screen = None
+    if _choice(ctx, "knobs", "layer_screen", False, (True, False)):
+        screen = layer_screen(net, spec, runs=runs, loss_limit=limit, seed=ctx.seed, pass_rate=spec.pass_rate)
     selection = select_mapping(candidates, resolve=lambda c, failed: solve_one(c.index, *c.budgets, failed),
                                validate=lambda c: knob_validation(ctx, net, c.decision, c.problem, runs, limit),
-                               max_validations=max_validations, fallback=fallback)
+                               max_validations=max_validations, fallback=fallback, screen=screen)
     chosen, record = selection.chosen, selection.chosen.extra
     if selection.status == "fallback" or chosen.index < 0:
         # every solver mapping failed the end-to-end test: ship the most accurate mapping instead
@@ -350,6 +355,8 @@ def step_knobs(ctx: Context):
     record.validation["budget_levels"] = chosen.budgets[2]
     record.validation["knob_validations"] = selection.validations  # mappings simulated until one met the limit
     record.validation["failed_mappings"] = [dict(f) for f in selection.failed]
+    if screen is not None:
+        record.validation["layer_screens"] = len(screen.tested)
     record.details["configurations_mapped"] = len(candidates)
     decision, problem = chosen.decision, chosen.problem
     ctx.state["knobs"], ctx.state["knobs.problem"], ctx.state["knobs.validation"] = decision, problem, record.validation
@@ -385,7 +392,7 @@ def _dominated(knobs, failed) -> bool:
 
 
 def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max_validations: int,
-                   fallback: MappingCandidate | None = None) -> MappingSelection:
+                   fallback: MappingCandidate | None = None, screen=None) -> MappingSelection:
     """Validate the cheapest mapping on the functional simulator; on failure, cut it (and every mapping at least as
     inaccurate on every op) from every candidate it dominates, re-solve those, and validate the new cheapest.
 
@@ -397,6 +404,7 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
     failed, the ``fallback`` candidate (the most accurate mapping) is validated and shipped if it passes
     (status "fallback"); otherwise the last mapping validated is returned with its failing validation and status
     "loss-limit-not-met": a mapping is never reported as meeting the limit unless its own validation passed.
+    ``screen(knobs)``, when given, returns extra cuts after a failure (:mod:`.layer_screen`).
     """
     pool = list(candidates)
     failed: list[dict] = []
@@ -415,6 +423,8 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
         if validation["meets_loss_limit"]:
             return MappingSelection(chosen, validation, validations, failed)
         failed.append(dict(best.decision.knobs))
+        if screen is not None:
+            failed += [cut for cut in screen(best.decision.knobs) if cut not in failed]
         pool = [resolve(c, tuple(failed)) if _dominated(c.decision.knobs, failed) else c for c in pool]
         # a re-solved mapping obeys the cuts; the filter only guards against a resolver that ignores them
         pool = [c for c in pool if c is not None and not _dominated(c.decision.knobs, failed)]
