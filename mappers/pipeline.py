@@ -41,6 +41,7 @@ class Context:
     records: list[DecisionRecord] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
     focus: str | None = None  # the decision the user asked for (``solve DECISION``)
+    export: Mapping[str, str] = field(default_factory=dict)  # files to write besides the run (``export.<file>``)
     # Optional cache of inner solves shared across runs (``solvermap.search.cache.SolveCache``): an object
     # with ``solve(ctx, name, problem, formulation, config, hint, *, checker, objective, sense) -> Solved``.
     solve_cache: Any = None
@@ -79,6 +80,7 @@ class Pipeline:
     steps: tuple[Step, ...]
     validate: Callable[[Context], dict[str, Any]] | None = None  # end-to-end simulation of the mapping
     default_workload: str = ""
+    exports: tuple[str, ...] = ()  # the ``export.<file>`` settings this pipeline writes
 
     @property
     def decisions(self) -> list[str]:

@@ -20,6 +20,10 @@ its first acceptance), budget.top, budget.mc_runs, budget.method (milp|convex), 
 budget.optuna_trials; knobs.objective (energy|time), knobs.allowed (list of knobs),
 knobs.mc_runs, knobs.max_validations, knobs.layer_screen (true: after a failed mapping, cut its layers that fail
 alone, :mod:`.layer_screen`); swing.p_m, swing.bound (measured|sakr), swing.runs.
+
+Export (``--set export.hpvm_config=PATH``): the knobs step writes the all-FP32 baseline and the chosen mapping in
+HPVM's tuner configuration format (:mod:`.hpvm_config`); ``solvermap hpvm-config PATH --workload W`` (``solvermap/hpvm_config_command.py``) reads such a
+file (HPVM's own GPU-only files included) and evaluates every configuration.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from solvermap.hardware.checks import swing as swing_check
 from solvermap.ir.graph import DataflowGraph
 from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, single_threaded_blas
-from solvermap.mappers.approxhpvm import baselines
+from solvermap.mappers.approxhpvm import baselines, hpvm_config
 from solvermap.mappers.approxhpvm.layer_screen import layer_screen
 from solvermap.mappers.approxhpvm.optuna_search import optuna_baseline
 from solvermap.mappers.approxhpvm.problems import (
@@ -117,6 +121,8 @@ def _validate_options(ctx: Context) -> None:
     _choice(ctx, "budget", "cost_function", budget_types.HARDWARE, budget_types.ALL_COST_FUNCTIONS)
     _choice(ctx, "knobs", "objective", "energy", ("energy", "time"))
     validate_loss_limit(ctx.option("swing", "p_m", ctx.target.mismatch_probability), "decisions.swing", "p_m")
+    if ctx.export.get("hpvm_config"):
+        hpvm_config.check_writable(ctx.export["hpvm_config"])
 
 
 def step_fuse(ctx: Context):
@@ -360,7 +366,23 @@ def step_knobs(ctx: Context):
     record.details["configurations_mapped"] = len(candidates)
     decision, problem = chosen.decision, chosen.problem
     ctx.state["knobs"], ctx.state["knobs.problem"], ctx.state["knobs.validation"] = decision, problem, record.validation
+    if ctx.export.get("hpvm_config"):
+        record.validation["hpvm_config"] = export_hpvm_config(ctx, net, decision, problem, record.validation, limit)
     return record
+
+
+def export_hpvm_config(ctx: Context, net: TensorNetwork, decision, problem, validation: dict, limit: float) -> str:
+    """Write the chosen mapping (when it met its limit) after the all-FP32 baseline in HPVM's tuner format."""
+    chosen = []
+    if validation["meets_loss_limit"]:
+        chosen.append(hpvm_config.Chosen(schedule_units(net, decision.knobs, problem.gpu_groups),
+                                         validation["speedup"], validation["energy_reduction"],
+                                         validation["accuracy_mean"], limit))
+    else:
+        ctx.say("knobs: no mapping met the loss limit; the HPVM configuration file holds the FP32 baseline only")
+    path = hpvm_config.check_writable(ctx.export["hpvm_config"])
+    path.write_text(hpvm_config.render(net, ctx.target, chosen))
+    return str(path)
 
 
 @dataclass
@@ -529,6 +551,7 @@ PIPELINE = Pipeline(
     ),
     validate=validate_end_to_end,
     default_workload="dnn3",
+    exports=("hpvm_config",),  # export.hpvm_config=PATH: the chosen configurations in HPVM's tuner format
 )
 
 __all__ = ["PIPELINE", "PROMISE_KNOBS"]

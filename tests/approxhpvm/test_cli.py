@@ -42,16 +42,10 @@ def test_solve_fuse_json_contract(monkeypatch, capsys, tmp_path):
     assert (tmp_path / "run").is_dir()
 
 
-def test_solve_knobs_json_validation_carries_the_monte_carlo_and_speedup_keys(monkeypatch, capsys, tmp_path):
+def test_solve_knobs_json_validation_carries_the_monte_carlo_and_speedup_keys(knobs_run):
     # Small Monte Carlo counts: this is the interface test; the acceptance test (≥ 95 of 100 runs) is in
-    # test_budget.py and runs the full 100.
-    code, out, err = run_cli(monkeypatch, capsys, tmp_path, "solve", "knobs", "--workload", "dnn1", "--target",
-                             "promise-soc", "--time-limit", "20", "--json",
-                             "--set", "decisions.budget.optuna_trials=0", "--set", "decisions.budget.top=1",
-                             "--set", "decisions.budget.repeats=1", "--set", "decisions.budget.mc_runs=10",
-                             "--set", "decisions.knobs.mc_runs=10")
-    assert code == 0, err
-    record = json.loads(out)
+    # test_budget.py and runs the full 100. The run (conftest.knobs_run) is the one the export tests read.
+    record, _ = knobs_run
     assert record["decision"] == "knobs" and record["check"]["ok"]
     v = record["validation"]
     assert {"pass_rate", "accuracy_mean", "accuracy_std", "speedup", "energy_reduction"} <= set(v)
