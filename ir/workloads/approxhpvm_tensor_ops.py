@@ -115,7 +115,7 @@ class TensorNetwork:
     graph: DataflowGraph
     ops: tuple[TensorOp, ...]
     params: dict[str, np.ndarray]
-    data: Dataset
+    data: Dataset | None  # None: imported without a dataset (costs only)
     layers: tuple[str, ...]
     description: str = ""
     input_shape: tuple[int, ...] = ()
@@ -158,14 +158,20 @@ class TensorNetwork:
             values[op.name] = hook(op, inputs, golden) if hook is not None else golden()
         return values if keep else values[self.output_op]
 
+    def dataset(self) -> Dataset:
+        if self.data is None:
+            raise InputError(self.name, "data", "the network has no dataset (imported without one): accuracy and the "
+                             "Monte Carlo tests need its inputs and labels")
+        return self.data
+
     def accuracy(self, logits: np.ndarray, y: np.ndarray | None = None) -> float:
-        y = self.data.y_test if y is None else y
+        y = self.dataset().y_test if y is None else y
         return float(np.mean(np.argmax(logits, axis=1) == y))
 
     def golden(self) -> dict[str, np.ndarray]:
         """FP32 (float64 here) activations of every op on the test set, cached."""
         if "golden" not in self.meta:
-            self.meta["golden"] = self.forward(self.data.x_test, keep=True)
+            self.meta["golden"] = self.forward(self.dataset().x_test, keep=True)
         return self.meta["golden"]
 
     def golden_accuracy(self) -> float:

@@ -71,11 +71,33 @@ def _workload(ctx: Context):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
         return ir
+    if isinstance(ir, DataflowGraph) and str(ir.source).lower().endswith(".onnx"):
+        if "onnx_network" not in ctx.state:
+            ctx.state["onnx_network"] = onnx_network(ir.source)
+        return ctx.state["onnx_network"]
     if isinstance(ir, DataflowGraph):
         check_supported(ir, ctx.workload.name)
         raise InputError(ctx.workload.name, "workload", "a graph file carries no trained weights; the approxhpvm "
-                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp) and PROMISE kernels")
+                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp, *_mnist), ONNX "
+                         "models with weights and PROMISE kernels")
     raise InputError(ctx.workload.name, "workload", f"unsupported workload type {type(ir).__name__}")
+
+
+def onnx_network(path: str) -> TensorNetwork:
+    """An ONNX model with trained weights, evaluated on the built-in digits of its input shape (8×8 or 28×28)."""
+    from solvermap.ir.workloads.approxhpvm_mnist import digits_28
+    from solvermap.ir.workloads.approxhpvm_onnx import network_from_onnx
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import digits
+
+    net = network_from_onnx(path)
+    datasets = {(1, 8, 8): lambda: digits(image=True), (64,): digits, (1, 28, 28): digits_28,
+                (784,): lambda: digits_28(image=False)}
+    if tuple(net.input_shape) not in datasets:
+        raise InputError(path, "input", f"no built-in dataset has inputs of shape {tuple(net.input_shape)} (digits: "
+                         "(1, 8, 8), (64,), (1, 28, 28), (784,)); the approxhpvm pipeline needs one to test accuracy")
+    net.data = datasets[tuple(net.input_shape)]()
+    check_supported(net.graph, path)
+    return net
 
 
 def _network(ctx: Context, step: str) -> TensorNetwork | None:
