@@ -316,7 +316,8 @@ SEED_END_TO_END: tuple[EndToEnd, ...] = (
 )
 
 
-def seed_configuration_ratios(spec, networks: Mapping[str, TensorNetwork]) -> dict[tuple[float, str, int], tuple[float, float]]:
+def seed_configuration_ratios(spec, networks: Mapping[str, TensorNetwork],
+                              ) -> dict[tuple[float, str, int], tuple[float, float]]:
     """(speedup, energy reduction) over all-FP32 of each of Fig. 5.9's configurations on our cost model."""
     out = {}
     for name, net in networks.items():
@@ -334,5 +335,6 @@ def end_to_end_figures(ratios: Mapping[tuple[float, str, int], tuple[float, floa
     out = {}
     for f in figures:
         values = [ratios[c][0 if f.kind == "speedup" else 1] for c in f.configurations]
-        out[f.name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "one": values[0]}[f.reduce]
+        reduced = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "one": values[0]}
+        out[f.name] = reduced[f.reduce]
     return out

@@ -1,15 +1,10 @@
 """ApproxHPVM's networks at the seed's MNIST shapes (seed 000 Table 5.3, L1189–1191), trained on upscaled digits.
 
-=================  ==========================================================  ==========================================
-workload           layers (28×28×1 input)                                      source of the shapes
-=================  ==========================================================  ==========================================
-``lenet_mnist``    Conv 32 5×5 pad 2 + tanh + max-pool 2, Conv 64 5×5 pad 2 +  HPVM's ``lenet_mnist_cudnn.cpp`` (32·1·5·5,
-                   tanh + max-pool 2, FC 3136→1024 + tanh, FC 1024→10 + tanh  64·32·5·5, 3136·1024, 1024·10); 5×5 kernels
-                                                                               and a 1-channel Conv1 (L1248, L1275)
-``dnn1_mnist``     FC 784→128, FC 128→10 (tanh)                                 PROMISE DNN-1 784-128-10 (L874)
-``dnn2_mnist``     784-256-128-10 (tanh)                                        PROMISE DNN-2 (L874)
-``dnn3_mnist``     784-512-256-128-10 (tanh)                                    PROMISE DNN-3 (L874)
-=================  ==========================================================  ==========================================
+``lenet_mnist``: Conv 32 (5×5, pad 2) + tanh + max-pool 2, Conv 64 (5×5, pad 2) + tanh + max-pool 2, FC 3136→1024 +
+tanh, FC 1024→10 + tanh — the shapes of HPVM's ``lenet_mnist_cudnn.cpp`` (32·1·5·5, 64·32·5·5, 3136·1024, 1024·10),
+with 5×5 kernels and a 1-channel Conv1 as the seed implies (L1248, L1275).
+``dnn1_mnist``, ``dnn2_mnist``, ``dnn3_mnist``: the tanh MLPs 784-128-10, 784-256-128-10 and 784-512-256-128-10 of
+PROMISE's DNN-1/2/3 (L874).
 
 Every layer lowers to conv/GEMM + bias add + tanh (+ pooling), the output layer included (L1187; HPVM's LeNet
 also ends in tanh, then a softmax that does not change the predicted class and that the seed's layer tables
@@ -29,13 +24,20 @@ networks: no weight files. LeNet takes about a minute on one core; the MLPs a fe
 
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 
 import numpy as np
 
-from solvermap.ir.workloads import register
-from solvermap.ir.workloads.approxhpvm_tensor_ops import Dataset, LayerSpec, TensorNetwork, build_network, digits, train
+from solvermap.ir.workloads.approxhpvm_tensor_ops import (
+    Dataset,
+    LayerSpec,
+    TensorNetwork,
+    build_network,
+    detached,
+    digits,
+    register_trained,
+    train,
+)
 
 MNIST_SHAPE = (1, 28, 28)
 BOX = 20  # MNIST digits are size-normalised to a 20×20 box, centred in 28×28
@@ -101,20 +103,14 @@ def _trained(name: str, seed: int, epochs: int) -> TensorNetwork:
 
 def trained_network(name: str, seed: int = 0, epochs: int = 0) -> TensorNetwork:
     """A trained copy (parameters are copied, so a caller may change them without touching the cache)."""
-    net = _trained(name, seed, epochs)
-    twin = copy.copy(net)
-    twin.params = {k: v.copy() for k, v in net.params.items()}
-    twin.meta = dict(net.meta)
-    return twin
+    return detached(_trained(name, seed, epochs))
 
 
-def _register(name: str, description: str) -> None:
-    @register(name, "approxhpvm", description, params={"seed": 0, "epochs": 0})
-    def builder(seed: int = 0, epochs: int = 0) -> TensorNetwork:
-        return trained_network(name, int(seed), int(epochs))
-
-
-_register("lenet_mnist", "HPVM LeNet at MNIST shape: Conv32 5x5, Conv64 5x5, FC1024, FC10 on 28x28 (Table 5.3)")
-_register("dnn1_mnist", "DNN1 784-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-1 L874)")
-_register("dnn2_mnist", "DNN2 784-256-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-2 L874)")
-_register("dnn3_mnist", "DNN3 784-512-256-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-3 L874)")
+register_trained("lenet_mnist", "HPVM LeNet at MNIST shape: Conv32 5x5, Conv64 5x5, FC1024, FC10 on 28x28 (Table 5.3)",
+                 trained_network)
+register_trained("dnn1_mnist", "DNN1 784-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-1 L874)",
+                 trained_network)
+register_trained("dnn2_mnist", "DNN2 784-256-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-2 L874)",
+                 trained_network)
+register_trained("dnn3_mnist", "DNN3 784-512-256-128-10 tanh MLP on 28x28 digits (Table 5.3, PROMISE DNN-3 L874)",
+                 trained_network)

@@ -165,7 +165,8 @@ def network_from_onnx(model_or_path: Any, data: Dataset | None = None, *, name: 
                 pad = _square(attrs.get("pads", [0, 0, 0, 0]), "pads", source, where)
                 groups = int(attrs.get("group", 1))
                 if len(shape) != 3 or shape[0] != w.shape[1] * groups:
-                    raise InputError(source, where, f"Conv weight {w.shape} (group {groups}) does not fit input {shape}")
+                    raise InputError(source, where,
+                                     f"Conv weight {w.shape} (group {groups}) does not fit input {shape}")
                 leaf = conv_leaf(leaf_name("conv"), shape, w.shape[0], Window(k, stride, pad, groups), f"{layer}.W")
                 params[f"{layer}.W"] = w.reshape(w.shape[0], -1).T.copy()
                 bias = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None

@@ -21,6 +21,7 @@ Adam on softmax cross-entropy with a fixed seed (no PyTorch; the convolution use
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -176,6 +177,23 @@ class TensorNetwork:
 
     def golden_accuracy(self) -> float:
         return self.accuracy(self.golden()[self.output_op])
+
+
+def detached(net: TensorNetwork) -> TensorNetwork:
+    """A copy of a (cached, trained) network whose parameters and meta a caller may change freely."""
+    twin = copy.copy(net)
+    twin.params = {k: v.copy() for k, v in net.params.items()}
+    twin.meta = dict(net.meta)
+    return twin
+
+
+def register_trained(name: str, description: str, trained: Callable[[str, int, int], TensorNetwork]) -> None:
+    """Register a trained network as an approxhpvm workload with its ``seed`` and ``epochs`` parameters."""
+    from solvermap.ir.workloads import register
+
+    @register(name, "approxhpvm", description, params={"seed": 0, "epochs": 0})
+    def builder(seed: int = 0, epochs: int = 0) -> TensorNetwork:
+        return trained(name, int(seed), int(epochs))
 
 
 # ---------------------------------------------------------------------- tensor op kernels
@@ -478,7 +496,8 @@ def conv_leaf(name: str, in_shape: tuple[int, ...], out_channels: int, window: W
     n_dot = c // window.groups * window.kernel ** 2
     out = (out_channels, window.out_size(h), window.out_size(w))
     macs = float(n_dot * int(np.prod(out)))
-    return Leaf(name, "conv", out, 2.0 * macs, macs, {"dot_length": n_dot, "param": param, "window": window_attrs(window)})
+    return Leaf(name, "conv", out, 2.0 * macs, macs,
+                {"dot_length": n_dot, "param": param, "window": window_attrs(window)})
 
 
 def gemm_leaf(name: str, in_shape: tuple[int, ...], outputs: int, param: str) -> Leaf:
@@ -526,7 +545,8 @@ def _layer_leaves(layer: LayerSpec, shape: tuple[int, ...], params: dict[str, np
         window = Window(k, layer.stride, k // 2 if layer.padding is None else layer.padding, layer.groups)
         main = conv_leaf("conv", shape, layer.width, window, f"{layer.name}.W")
         fan = main.attrs["dot_length"]
-        params[main.attrs["param"]] = rng.uniform(-1, 1, (fan, layer.width)) * np.sqrt(6.0 / (fan + layer.width * k * k))
+        scale = np.sqrt(6.0 / (fan + layer.width * k * k))
+        params[main.attrs["param"]] = rng.uniform(-1, 1, (fan, layer.width)) * scale
     elif layer.kind == "fc":
         main = gemm_leaf("gemm", shape, layer.width, f"{layer.name}.W")
         fan = main.attrs["dot_length"]

@@ -22,8 +22,9 @@ knobs.mc_runs, knobs.max_validations, knobs.layer_screen (true: after a failed m
 alone, :mod:`.layer_screen`); swing.p_m, swing.bound (measured|sakr), swing.runs.
 
 Export (``--set export.hpvm_config=PATH``): the knobs step writes the all-FP32 baseline and the chosen mapping in
-HPVM's tuner configuration format (:mod:`.hpvm_config`); ``solvermap hpvm-config PATH --workload W`` (``solvermap/hpvm_config_command.py``) reads such a
-file (HPVM's own GPU-only files included) and evaluates every configuration.
+HPVM's tuner configuration format (:mod:`.hpvm_config`); ``solvermap hpvm-config PATH --workload W``
+(``solvermap/hpvm_config_command.py``) reads such a file (HPVM's own GPU-only files included) and evaluates every
+configuration.
 """
 
 from __future__ import annotations
