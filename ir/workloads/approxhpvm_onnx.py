@@ -65,7 +65,7 @@ def _load(model_or_path: Any, source: str):
         try:
             return onnx.load(str(model_or_path))
         except Exception as exc:  # noqa: BLE001 - any decode failure is bad input
-            raise InputError(source, "", f"not a readable ONNX model ({exc})") from None
+            raise InputError(source, "", f"not a readable ONNX model ({' '.join(str(exc).split())})") from None
     return model_or_path
 
 

@@ -8,6 +8,8 @@ import re
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solvermap.cli import main
 from solvermap.errors import InputError
@@ -136,3 +138,16 @@ def test_bad_export_settings_are_one_line_errors(monkeypatch, capsys, tmp_path, 
     code, _, err = _cli(monkeypatch, capsys, "map", *args, "--out", str(tmp_path / "run"), "-q")
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(lines) == 1 and problem in lines[0] and "Traceback" not in err
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["+++++", "-----", "conf1 1 1 90 0", "conf2 x 1 90 0", "1 gpu mul fp32 11",
+                                 "1 gpu add fp16 1 tanh", "2 promise swing_level 3", "1 cpu conv fp32 11", "", "7.5",
+                                 "1 gpu samp_fp16 263"]), max_size=12) | st.text(max_size=80))
+def test_any_text_parses_or_is_a_one_line_error(text):
+    if isinstance(text, list):
+        text = "\n".join(text)
+    try:
+        hpvm_config.parse(text, "fuzz.txt")
+    except InputError as err:
+        assert "\n" not in str(err)

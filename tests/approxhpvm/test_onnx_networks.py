@@ -121,3 +121,11 @@ def test_an_unsupported_operator_is_named_with_its_node():
     model = _model([helper.make_node("LRN", ["x"], ["y"], size=3, name="lrn1")], [], (1, 4, 4), (1, 4, 4))
     with pytest.raises(InputError, match="node 'lrn1'.*unsupported ONNX operator 'LRN'"):
         network_from_onnx(model, name="lrn")
+
+
+def test_garbage_bytes_are_a_one_line_error(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(b"\x00\xffnot a model\x13")
+    with pytest.raises(InputError, match="not a readable ONNX model") as err:
+        network_from_onnx(path)
+    assert "\n" not in str(err.value)
