@@ -5,6 +5,8 @@ Parts (``--part``; ``all`` runs them in order):
 
 calibrate  fits the promise-soc-tx2 parameters to the seed's LeNet component figures only (baseline time and energy
            shares, Conv2 on P4/P5, FC1 on P4/P6, FC2 on FP16, no pDMA; :mod:`solvermap.hardware.approxhpvm.calibration`),
+           after comparing the structural variants of the model on the same figures
+           (``results/calibration_structures.csv``: the fit's cost with and without each structural choice),
            writes ``hardware/presets/promise-soc-tx2.yaml`` (every fitted value with its source lines),
            ``results/calibration_parameters.csv`` and ``results/calibration.csv`` (each figure, ours vs the seed's).
 predict    costs the seed's own configurations (Fig. 5.9) with the calibrated model on the MNIST-shaped networks
@@ -147,8 +149,40 @@ def _base_spec():
     return validate_spec(yaml.safe_load(text), "promise-soc-tx2 (template)")
 
 
+VARIANTS = (  # structural choices, compared on the component figures alone (the preset uses the last)
+    ("earlier structure (no FP16 round trip, efficiency independent of K)", {"gpu.fp16_round_trip": False}, False),
+    ("+ HPVM's FP16 round trip", {"gpu.fp16_round_trip": True}, False),
+    ("+ efficiency falling for short dot products", {"gpu.fp16_round_trip": False}, True),
+    ("+ both (promise-soc-tx2)", {"gpu.fp16_round_trip": True}, True),
+)
+
+
+def structure_variants(lenet) -> list[dict]:
+    """The fit's cost (½ Σ log² ours/seed over the component figures) for each structural variant."""
+    rows = []
+    for label, fields, k_dependent in VARIANTS:
+        base = _base_spec()
+        data = base.model_dump()
+        data["gpu"]["fp16_round_trip"] = fields["gpu.fp16_round_trip"]
+        if not k_dependent:
+            data["gpu"]["half_efficiency_dot_length"] = 0.0
+        from solvermap.hardware.targets import validate_spec
+
+        spec = validate_spec(data, label)
+        params = [p for p in cal.PARAMETERS if k_dependent or p.path != "gpu.half_efficiency_dot_length"]
+        result = cal.fit(spec, lenet, parameters=params)
+        within = sum(abs(result.figures[f.name] / f.seed - 1) <= WITHIN for f in cal.SEED_COMPONENTS)
+        n = len(cal.SEED_COMPONENTS)
+        rows.append({"structure": label, "parameters": len(params), "fit_cost": result.cost,
+                     # Akaike's criterion of the least-squares fit: n·ln(RSS/n) + 2k (differences < 2: no preference)
+                     "aic": n * math.log(2 * result.cost / n) + 2 * len(params),
+                     "figures_within_25pct": within, "figures": n})
+    return rows
+
+
 def calibrate(out: Path) -> cal.FitResult:
     lenet = untrained_network("lenet_mnist")
+    write_csv(out / "calibration_structures.csv", structure_variants(lenet))
     start = time.perf_counter()
     result = cal.fit(_base_spec(), lenet)
     seconds = time.perf_counter() - start
@@ -375,6 +409,10 @@ def report(out: Path) -> None:
     for r in calib:
         if r["fitted"] != "True":
             lines.append(f"| {r['figure']} ({r['lines']}, not fitted) | {r['seed_note']} | {_f(r['ours'], '.3g')} | — |")
+    structures = read_csv(out / "calibration_structures.csv")
+    lines += ["", "Model structure, chosen on the component figures alone (lowest fit cost; `calibration_structures.csv`): "
+              + "; ".join(f"{r['structure']}: cost {_f(r['fit_cost'], '.3f')}, AIC {_f(r['aic'], '.1f')}, "
+                          f"{r['figures_within_25pct']}/{r['figures']} within 25 %" for r in structures) + "."]
     lines += ["", "Predicted end to end (the seed's Fig. 5.9 configurations on the MNIST-shaped networks, not fitted):", "",
               "| end-to-end figure | seed | ours | ours/seed | within 25 % |", "|---|---|---|---|---|"]
     for r in e2e:
