@@ -21,13 +21,17 @@ plus numbers that are not fitted: DRAM 33 GB/s and 20 pJ/bit (Table 5.2), PROMIS
 or energy in the configuration to all-FP32, with the activation transfers attributed to layers as the seed's
 per-layer model does (``CostReport.layer_totals``); the GPU runs one tensor op per kernel (L1187).
 
-:data:`PARAMETERS` are the free parameters: the GPU's achieved FLOP efficiency for convolutions and GEMMs, the
-achieved DRAM bandwidth of its kernels, its per-op overhead, static power and energy per FLOP (the TX2 tables the
-seed measured, L1167–1177, and does not print), and the share of PROMISE's Class-1 + Class-2 energy that does not
-scale with the swing (energy per swing is not in the seed, L902). :func:`fit` minimises the squared log-ratios
-ours/seed of the figures (:func:`component_figures`) with ``scipy.optimize.least_squares`` (trust-region
-reflective within the bounds, deterministic). The end-to-end figures (LeNet 2.75× / 4.5×, the 2.7–20× speedup
-range, the energy bands) are not used: :func:`configuration_figures` predicts them afterwards.
+:data:`PARAMETERS` are the free parameters: the GPU's achieved FLOP efficiency for convolutions and GEMMs and its
+fall for short dot products, the achieved DRAM bandwidth of its kernels, its per-op overhead, static power and energy
+per FLOP (the TX2 tables the seed measured, L1167–1177, and does not print), and the share of PROMISE's Class-1 +
+Class-2 energy that does not scale with the swing (energy per swing is not in the seed, L902). The swing's effect
+enters as the seed's ratio of one layer's two energy reductions (14.9/14.4 for Conv2, 15/12.9 for FC1), which
+depends on PROMISE alone. :func:`fit` minimises the squared log-ratios ours/seed of the figures
+(:func:`component_figures`) with ``scipy.optimize.least_squares`` (trust-region reflective within the bounds,
+deterministic, from :data:`INITIAL`): first the PROMISE parameter on the two swing ratios, then the GPU parameters
+on the rest. The end-to-end figures (LeNet 2.75× / 4.5×, the 2.7–20× speedup range, the energy bands,
+:data:`SEED_END_TO_END`) are not used: :func:`seed_configuration_ratios` and :func:`end_to_end_figures` predict
+them afterwards from the seed's own configurations (Fig. 5.9).
 """
 
 from __future__ import annotations
