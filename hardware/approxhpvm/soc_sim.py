@@ -11,8 +11,11 @@ Timing and energy (seed L1183)
     The network's total is the sum over its execution units, following the seed's "sum the layers" rule.
     An execution unit is either a PROMISE task (a whole layer, L1136) or a GPU kernel (a fused group, or a
     single op). On top of that come the activation transfers between units
-    (:func:`~.gpu_cost.transfer_cost`), which include the casts and pDMA quantization when precisions
+    (:func:`~.gpu_cost.transfer_parts`), which include the casts and pDMA quantization when precisions
     differ. Edges inside a unit cost nothing, because fusion turns them into variable assignments (L470).
+    Without pDMA the GPU's quantization and patching kernels beside a PROMISE task run pipelined with it: the
+    shorter of the two is hidden (L1273). ``CostReport.layer_totals`` attributes the transfers to layers (the
+    seed's per-layer breakdown, Fig. 5.10).
 
 :func:`op_errors` measures each op's relative L1 and L2 error under every knob, with golden inputs
 (eq. 5.1–5.2). It is the hardware lookup table of L1123, measured on each op of the network rather than per
