@@ -501,23 +501,24 @@ def plot(calib: list[dict], e2e: list[dict], configs: list[dict], path: Path) ->
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     fitted = [r for r in calib if r["fitted"] == "True"]
-    ax = axes[0]
-    ax.barh(range(len(fitted)), [float(r["ours_over_seed"]) for r in fitted], color="tab:blue")
-    ax.axvspan(1 - WITHIN, 1 + WITHIN, color="tab:green", alpha=0.15, label="within 25 %")
-    ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(fitted)), [r["figure"] for r in fitted], fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("ours / seed (calibrated)")
-    ax.set_title("component figures (fitted)", fontsize=9)
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    ax.barh(range(len(e2e)), [float(r["ours_over_seed"]) for r in e2e], color="tab:orange")
-    ax.axvspan(1 - WITHIN, 1 + WITHIN, color="tab:green", alpha=0.15)
-    ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(e2e)), [r["figure"] for r in e2e], fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("ours / seed (predicted)")
-    ax.set_title("end-to-end figures (not fitted)", fontsize=9)
+    for ax, rows, color, title, xlabel in ((axes[0], fitted, "tab:blue", "component figures (fitted)",
+                                             "ours / seed (calibrated)"),
+                                            (axes[1], e2e, "tab:orange", "end-to-end figures (not fitted)",
+                                             "ours / seed (predicted)")):
+        ratios = [float(r["ours_over_seed"]) for r in rows]
+        ys = range(len(rows))
+        ax.hlines(ys, 1.0, ratios, color=color, lw=2)
+        ax.plot(ratios, ys, "o", color=color)
+        ax.axvspan(1 - WITHIN, 1 + WITHIN, color="tab:green", alpha=0.15, label="within 25 %")
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_yticks(list(ys), [r["figure"] for r in rows], fontsize=6)
+        ax.set_xscale("log")
+        ticks = [0.2, 0.5, 1, 2]
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize=9)
+    axes[0].legend(fontsize=7)
     ax = axes[2]
     for limit, color in (("0.01", "tab:blue"), ("0.02", "tab:green")):
         rows = [r for r in configs if r["loss_limit"] == limit]
@@ -528,6 +529,9 @@ def plot(calib: list[dict], e2e: list[dict], configs: list[dict], path: Path) ->
     ax.axhspan(2.5, 8.3, color="tab:green", alpha=0.08, label="seed energy 2.5–8.3× (2 %)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks([1, 2, 5, 10, 20], ["1", "2", "5", "10", "20"])
+    ax.set_yticks([1, 2, 5, 10], ["1", "2", "5", "10"])
+    ax.minorticks_off()
     ax.set_xlabel("speedup over FP32 (×)")
     ax.set_ylabel("energy reduction over FP32 (×)")
     ax.legend(fontsize=6)
