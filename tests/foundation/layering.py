@@ -78,6 +78,7 @@ ROOT_LAYERS = {
     "solvermap.config": "run",
     "solvermap.runs": "run",
     "solvermap.cli": "cli",
+    "solvermap.hpvm_config_command": "cli",
 }
 SUBPACKAGE_LAYERS = {
     "solvermap.ir": "ir",
