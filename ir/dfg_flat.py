@@ -97,7 +97,13 @@ def to_ir(flat: FlatGraph, source: str, back_edge: BackEdgeRule | str | None = N
         _add_node(graph, str(node), dict(attrs), source)
     for src, dst, attrs in flat.edges:
         _add_edge(graph, str(src), str(dst), dict(attrs), rule, source)
-    return graph.validate()
+    try:
+        return graph.validate()
+    except InputError as exc:
+        if not exc.field.startswith("cycle"):
+            raise
+        raise InputError(exc.source, exc.field, f"{exc.problem}, or name how this file marks back edges "
+                                                f"(--set workload.back_edge=ATTRIBUTE:VALUE; now {rule})") from None
 
 
 def _add_node(graph: DataflowGraph, name: str, attrs: dict[str, Any], source: str) -> None:

@@ -24,6 +24,7 @@ CASES = {  # file → workload parameters
     "gemm_unroll8.dot": {},
     "saxpy.graphml": {},
     "array_add_morpher.xml": {"trip_count": 20},
+    "dot_product.json": {},
 }
 
 
@@ -44,7 +45,7 @@ def test_dfg_file_partitions_optimally_and_passes_the_checker(name):
 
 
 @pytest.mark.parametrize("name", ["fir_anonymous_blocks.dot", "saxpy.graphml", "array_add_morpher.xml",
-                                  "two_loops_graph_attributes.dot"])
+                                  "two_loops_graph_attributes.dot", "dot_product.json"])
 def test_dfg_file_maps_end_to_end_without_deadlock(name):
     result = PIPELINE.run(_context(name, CASES[name]))
     assert all(r.check.ok for r in result.records)
