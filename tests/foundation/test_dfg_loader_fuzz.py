@@ -5,7 +5,6 @@ never another exception; on the command line that is one stderr line and exit co
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvermap import cli
 from solvermap.errors import InputError
 from solvermap.ir.graph import DataflowGraph
 from solvermap.ir.serialize import load, to_json
+
+from .test_cli import run_cli  # the CLI in-process: (exit code, stdout, stderr)
 
 SAMPLES = Path(__file__).parents[1] / "plasticine" / "dfg"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.*"))
@@ -138,15 +138,6 @@ def test_dot_token_soup_is_one_line(text):
 # --------------------------------------------------------------------------- the command line
 
 
-def run_cli(monkeypatch, capsys, *args):
-    monkeypatch.setattr(sys, "argv", ["solvermap", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main()
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return exit_info.value.code or 0, captured.err
-
-
 BAD_FILES = {
     "garbage.dot": b"\x89PNG\r\n\x1a\n\x00\x00",
     "empty.dot": b"",
@@ -162,14 +153,14 @@ BAD_FILES = {
 def test_bad_graph_file_on_plasticine_is_one_line_exit_2_and_no_run_directory(monkeypatch, capsys, tmp_path, name):
     path = tmp_path / name
     path.write_bytes(BAD_FILES[name])
-    code, err = run_cli(monkeypatch, capsys, "map", "--workload", str(path), "--target", "plasticine",
-                        "--out", str(tmp_path / "run"), "-q")
+    code, _, err = run_cli(monkeypatch, capsys, "map", "--workload", str(path), "--target", "plasticine",
+                           "--out", str(tmp_path / "run"), "-q")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "run").exists()
 
 
 def test_a_directory_as_workload_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     (tmp_path / "graph.dot").mkdir()
-    code, err = run_cli(monkeypatch, capsys, "map", "--workload", str(tmp_path / "graph.dot"), "--target", "plasticine",
-                        "--out", str(tmp_path / "run"), "-q")
+    code, _, err = run_cli(monkeypatch, capsys, "map", "--workload", str(tmp_path / "graph.dot"), "--target",
+                           "plasticine", "--out", str(tmp_path / "run"), "-q")
     assert code == 2 and "is a directory" in err and len(err.strip().splitlines()) == 1
