@@ -37,13 +37,12 @@ def read_text(path: str | Path, what: str = "graph file") -> str:
             raise InputError(source, "", f"is a directory, expected a {what}")
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise InputError(source, "", f"file of {size / 2**20:.1f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB "
-                                         f"limit for a {what}")
+            raise InputError(source, "", f"file of {size:,} bytes is over the {MAX_FILE_BYTES:,}-byte limit for a {what}")
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(source, "", f"cannot read the file ({exc.strerror or exc})") from None
     if len(data) > MAX_FILE_BYTES:  # a file that grew (or a device that reports no size)
-        raise InputError(source, "", f"over the {MAX_FILE_BYTES // 2**20} MiB limit for a {what}")
+        raise InputError(source, "", f"over the {MAX_FILE_BYTES:,}-byte limit for a {what}")
     if b"\x00" in data:
         raise InputError(source, f"byte {data.index(0)}", f"binary data (a NUL byte), expected a text {what}")
     try:

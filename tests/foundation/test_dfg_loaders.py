@@ -203,3 +203,13 @@ def test_a_graph_file_takes_only_its_parameters():
 def test_bad_graph_file_parameters_are_refused(params, message):
     with pytest.raises(InputError, match=message):
         build(str(SAMPLES / "saxpy.graphml"), "plasticine", params)
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from solvermap.ir import dfg_files
+
+    monkeypatch.setattr(dfg_files, "MAX_FILE_BYTES", 1024)
+    path = tmp_path / "big.dot"
+    path.write_text("digraph g { " + "a; " * 400 + "}")
+    with pytest.raises(InputError, match=r"bytes is over the 1,024-byte limit"):
+        load(path)
