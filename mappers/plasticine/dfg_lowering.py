@@ -39,6 +39,7 @@ already names its actors (``attrs.actors``) is a VBDFG and is checked, not lower
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -346,32 +347,58 @@ class _Lowering:
 
 def check_actors(graph: DataflowGraph) -> DataflowGraph:
     """A graph that names its actors must follow the VBDFG conventions the pipeline reads
-    (:mod:`solvermap.ir.workloads.plasticine_vbdfg`): InputError naming the first node that does not."""
+    (:mod:`solvermap.ir.workloads.plasticine_vbdfg`): InputError naming the first element that does not.
+
+    Flat files carry strings: ``actors`` may be JSON text (a DOT ``actors="{…}"`` graph attribute) and the
+    integer attributes (``lanes``, ``firings``, ``src_every``, ``dst_every``) and ``int`` may be strings;
+    such a graph is returned as a copy with typed values."""
     source = graph.source
     actors = graph.attrs.get("actors")
+    if isinstance(actors, str):
+        try:
+            actors = json.loads(actors)
+        except ValueError:
+            raise InputError(source, "attrs.actors", "expected a JSON object of actor name -> {firings, loop}") from None
     if not isinstance(actors, Mapping) or not actors:
         raise InputError(source, "attrs.actors", "expected a mapping of actor name -> {firings, loop}")
+    typed = graph.copy()
+    typed.attrs = {**graph.attrs, "actors": {}}
     for name, actor in actors.items():
         firings = actor.get("firings") if isinstance(actor, Mapping) else None
-        if isinstance(firings, bool) or not isinstance(firings, int) or not 1 <= firings <= 2**40:
-            raise InputError(source, f"attrs.actors.{name}.firings", f"expected an integer in [1, 2^40], got {firings!r}")
+        typed.attrs["actors"][str(name)] = {**actor, "firings": _count(firings, source, f"attrs.actors.{name}.firings")}
     ops = 0
     for node in graph.nodes():
         where = f"node '{node.name}'"
+        attrs = dict(node.attrs)
         if node.kind == NodeKind.OP:
             ops += 1
-            if node.attrs.get("actor") not in actors:
-                raise InputError(source, f"{where}.attrs.actor",
-                                 f"names no actor of attrs.actors (got {node.attrs.get('actor')!r})")
+            if attrs.get("actor") not in typed.attrs["actors"]:
+                raise InputError(source, f"{where}.attrs.actor", f"names no actor of attrs.actors (got {attrs.get('actor')!r})")
+            attrs["lanes"] = _count(attrs.get("lanes", 1), source, f"{where}.attrs.lanes")
+            attrs["int"] = str(attrs.get("int", False)).strip().lower() in ("1", "true", "yes")
         elif node.kind == NodeKind.MEMORY and node.op in ("sram_read", "sram_write"):
-            if node.attrs.get("memory") not in graph:
+            if attrs.get("memory") not in graph:
                 raise InputError(source, f"{where}.attrs.memory", "names no memory node of the graph")
         elif node.kind == NodeKind.HIERARCHY:
             raise InputError(source, where, "a hierarchy node in a Plasticine VBDFG")
-        for key in ("firings",):
-            value = node.attrs.get(key, 1)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
-                raise InputError(source, f"{where}.attrs.{key}", f"expected an integer in [1, 2^40], got {value!r}")
+        if "firings" in attrs:
+            attrs["firings"] = _count(attrs["firings"], source, f"{where}.attrs.firings")
+        typed.set_node(node.name, attrs=attrs)
+    for edge in graph.edges():
+        attrs = dict(edge.attrs)
+        for key in ("src_every", "dst_every"):
+            if key in attrs:
+                attrs[key] = _count(attrs[key], source, f"edge '{edge.src}'->'{edge.dst}'.attrs.{key}")
+        typed.set_edge(edge.src, edge.dst, edge.key, attrs=attrs)
     if not ops:
         raise InputError(source, "", "the graph has no operations to map onto PCUs")
-    return graph
+    return typed
+
+
+def _count(value: Any, source: str, where: str) -> int:
+    """A positive integer (an int, or its decimal text from a flat file)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+        raise InputError(source, where, f"expected an integer in [1, 2^40], got {value!r}")
+    return value

@@ -137,3 +137,13 @@ def test_graph_that_names_actors_but_not_on_every_op_is_an_input_error():
     g.attrs["actors"] = {"main": {"firings": 4, "loop": ""}}
     with pytest.raises(InputError, match=r"node 'a'.attrs.actor"):
         dfg_lowering.check_actors(g)
+
+
+def test_dot_file_that_names_its_actors_maps_as_a_vbdfg():
+    g = dot_loads('digraph v { actors="{\\"main\\": {\\"firings\\": 8, \\"loop\\": \\"\\"}}";'
+                  ' a [op=mul, actor=main, lanes=16, int=false]; b [op=add, actor=main, lanes=16];'
+                  ' a -> b [kind=vector, src_every=1] }', "v.dot")
+    typed = dfg_lowering.check_actors(g)
+    assert typed.attrs["actors"]["main"]["firings"] == 8 and typed.node("a").attrs["lanes"] == 16
+    problem = lowering.partition_problem(typed, load_target("plasticine"))
+    assert sorted(i.name for i in problem.items) == ["a", "b"]
