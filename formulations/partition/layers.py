@@ -1,16 +1,14 @@
 """The layered column model: a primal search for retiming partition problems (seed 004 Table 4.2, L599–608).
 
-Part of the partition formulation (:mod:`solvermap.formulations.partition`, which calls it in phase B on
-LP-based backends). A bin is a convex column placed at a layer t ∈ 1..T and runs at delay L·t; an external
+Part of the partition formulation (:mod:`.two_phase` calls it in phase B on LP-based backends). A bin is a convex column placed at a layer t ∈ 1..T and runs at delay L·t; an external
 value sits at a layer 0..T−1. Delays that are multiples of the hop latency L are a subset of all schedules,
 so every solution of this model is a solution of the problem: a *primal* model. Its optimum is an upper
 bound; its solver bound bounds only the layered solutions with T layers, never the problem. Within it
 the cover, the schedule and the retiming per reading bin are the problem's own, and the LP is a
 time-indexed set partition (no big-M), so an LP-based branch and bound does well on it where the slot
-model's big-M schedule does not (blackscholes: HiGHS finds and proves the layered optimum 16 with T = 9
-in 34–43 s; CP-SAT's optimum of the whole problem is 16).
+model's big-M schedule does not.
 
-Sets      columns c (convex item sets that fit a bin, :func:`~solvermap.formulations.partition.convex_bins`)
+Sets      columns c (convex item sets that fit a bin, :func:`~solvermap.formulations.partition.columns.convex_bins`)
           with their types k; layers t ∈ [a_c, b_c] ⊆ 1..T (:func:`layer_windows`); external values v
           (source keys) at layers 0..T−1; retiming steps K = {k ≥ 1 : f(k) > f(k−1)}, f(k) the retiming
           bins a link needs across k layers (skew L·k − L, ``Retiming.required``).

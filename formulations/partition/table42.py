@@ -1,0 +1,145 @@
+"""The seed's literal Table 4.2 formulation (variant ``table42``, seed 004 L599–608), for comparison on the
+same backend; single bin type only (partitioning).
+
+Vars      B[i,j] ∈ {0,1} item i in column j, for every item and every one of P = (warm start's bin count)
+          columns; u_j = proj_B(Σ_i B[i,j]) by big-M; node delays d_n and partition delays d_p.
+Minimise  w_bins κ Σ_j u_j + α Σ_edges proj_B(max{d_n(j) − d_n(i) − L − b_d, 0})
+s.t.      proj-partitions, assignment, capacity (Table 4.4 reducible, r = sum), feasibility,
+          delay-consistency (big-M), dependency d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] (also its only cycle
+          constraint), output arity Σ and(B[s,p], proj_B(Σ_dest (1 − B[d,p]))), input arity
+          Σ max{proj_B(Σ_dest(i) B[·,p]) − B[i,p], 0}, retiming flags, constant validity d ≤ K.
+No symmetry breaking, no lower bounds, no variable fixing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvermap.errors import ConfigError
+from solvermap.formulations.partition.slots import PartitionModel
+from solvermap.formulations.problems.partition import PartitionDecision, PartitionProblem
+from solvermap.formulations.solver import ModelBuilder, SolverConfig, linear_sum
+
+
+def build_table42(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None) -> PartitionModel:
+    """The seed's Table 4.2 as written (see the module docstring); single bin type only."""
+    if len(problem.bin_types) != 1:
+        raise ConfigError("variant 'table42' is the seed's partitioning model and takes one bin type; "
+                          "use variant 'ours' for merging")
+    m = ModelBuilder(f"table42:{problem.name}")
+    bt = problem.bin_types[0]
+    order = problem.item_names
+    N = len(order)
+    P = len(set(hint.assignment.values())) if hint is not None else N
+    K = N  # proj_B constant: a count never exceeds N
+    L = problem.retiming.hop_latency if problem.retiming else 1
+    depth = problem.retiming.buffer_depth if problem.retiming else 0
+    KD = 2 * P * L + depth + L  # delay constant (the authors' code: 2·P·delay_per_partition)
+    B = {(n, j): m.binary(f"B[{n},{j}]") for n in order for j in range(P)}
+    u = {j: m.binary(f"u[{j}]") for j in range(P)}
+    # Allocated partitions: u_j = proj_B(Σ_i B[i,j])
+    for j in range(P):
+        m.add(linear_sum(B[n, j] for n in order) <= K * u[j], "proj-partitions", str(j))
+    # Partition assignment
+    for n in order:
+        m.add(linear_sum(B[n, j] for j in range(P)) == 1, "assignment", n)
+    # Operation capacity (prose L637; Table 4.4 reducible constraint with r = sum)
+    for r in sorted({r for i in problem.items for r in i.demand}):
+        if bt.reduce_of(r) == "max":
+            for n in order:
+                if problem.item(n).demand.get(r, 0) > bt.cap(r):
+                    m.add(linear_sum(B[n, j] for j in range(P)) <= 0, "capacity", f"{r},{n}")
+            continue
+        for j in range(P):
+            m.add(linear_sum(problem.item(n).demand.get(r, 0.0) * B[n, j] for n in order) <= bt.cap(r), "capacity", f"{r},{j}")
+    if problem.feasible is not None:
+        for n in order:
+            if (n, bt.name) not in problem.feasible:
+                m.add(linear_sum(B[n, j] for j in range(P)) <= 0, "feasibility", n)
+    # Delays: node delays d_n, partition delays d_p, Delay Consistency, Constant Validity
+    dn = {n: m.integer(0, KD, f"dn[{n}]") for n in order}
+    dp = {j: m.integer(0, KD, f"dp[{j}]") for j in range(P)}
+    for n in order:
+        for j in range(P):
+            m.add(dn[n] <= dp[j] + KD * (1 - B[n, j]), "delay-consistency", f"{n}<={j}")
+            m.add(dn[n] >= dp[j] - KD * (1 - B[n, j]), "delay-consistency", f"{n}>={j}")
+    # Dependency constraint: d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] on forward edges (also the cycle constraint)
+    if problem.acyclic:
+        for s, d in problem.order_links():
+            neq = m.binary(f"neq[{s},{d}]")
+            for j in range(P):
+                m.add(neq >= B[d, j] - B[s, j], "dependency", f"{s}->{d},{j}")
+            m.add(dn[d] >= dn[s] + L * neq, "dependency", f"{s}->{d}")
+    groups = problem.groups()
+    # Output arity: Σ_s and(B[s,p], proj_B(Σ_dest (1 − B[d,p]) [+ external]))
+    for kind, limit in sorted(bt.outputs.items()):
+        for j in range(P):
+            terms = []
+            for g in groups:
+                if g.kind != kind or not g.source_is_item:
+                    continue
+                s = g.key[0]
+                leave = m.binary(f"leave[{s}.{g.key[1]},{j}]")
+                outside = linear_sum((1 - B[d, j]) for d in g.consumers) + (1 if g.external_consumer else 0)
+                m.add(outside <= K * leave, "proj-output", f"{s},{j}")
+                both = m.binary(f"and[{s}.{g.key[1]},{j}]")
+                m.add(both >= B[s, j] + leave - 1, "and-output", f"{s},{j}")
+                terms.append(both)
+            if terms:
+                m.add(linear_sum(terms) <= limit, "output-arity", f"{kind},{j}")
+    # Input arity: Σ_i max{proj_B(Σ_{dest(i)} B[·,p]) − B[i,p], 0}
+    for kind, limit in sorted(bt.inputs.items()):
+        for j in range(P):
+            terms = []
+            for g in groups:
+                if g.kind != kind:
+                    continue
+                enter = m.binary(f"proj-in[{g.key[0]}.{g.key[1]},{j}]")
+                m.add(linear_sum(B[d, j] for d in g.consumers) <= K * enter, "proj-input", f"{g.key[0]},{j}")
+                gain = m.binary(f"in[{g.key[0]}.{g.key[1]},{j}]")
+                src = B[g.key[0], j] if g.source_is_item else 0
+                m.add(gain >= enter - src, "input-arity-max", f"{g.key[0]},{j}")
+                terms.append(gain)
+            if terms:
+                m.add(linear_sum(terms) <= limit, "input-arity", f"{kind},{j}")
+    # Objective: allocated partitions + α · Σ proj_B(max{d_n(j) − d_n(i) − L − b_d, 0})
+    retime = []
+    ext_delay: dict[tuple[str, str, str], Any] = {}
+    cluster = {i.name: i.cluster for i in problem.items}
+    if problem.retiming is not None:
+        for g in groups:
+            for d in g.forward_consumers:
+                if g.source_is_item and cluster[g.key[0]] == cluster[d]:
+                    start = dn[g.key[0]]
+                else:
+                    key = (g.key[0], g.key[1], cluster[d])
+                    if key not in ext_delay:
+                        ext_delay[key] = m.integer(0, KD, f"e[{key[0]}.{key[1]}@{key[2]}]")
+                    start = ext_delay[key]
+                    m.add(dn[d] >= start + L, "dependency", f"ext {g.key[0]}->{d}")
+                flag = m.binary(f"retime[{g.key[0]}->{d}]")
+                m.add(dn[d] - start - L - depth <= KD * flag, "proj-retiming", f"{g.key[0]}->{d}")
+                retime.append(flag)
+    alpha = problem.weights.retiming
+    m.minimize(problem.weights.bins * bt.cost * linear_sum(u.values()) + alpha * linear_sum(retime))
+    model = PartitionModel(m, problem, order, P, [bt], B, {(j, 0): u[j] for j in range(P)}, variant="table42")
+    model.t, model.e = dp, ext_delay
+    if hint is not None:
+        _hint_table42(model, dn, hint)
+    return model
+
+
+def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
+    m = model.builder
+    if any(b >= model.slots for b in hint.assignment.values()):
+        return
+    for (n, j), var in model.x.items():
+        m.hint(var, 1 if hint.assignment[n] == j else 0)
+    for (j, _), var in model.w.items():
+        m.hint(var, 1 if j in hint.bin_types else 0)
+    if hint.delays:
+        for j, var in model.t.items():
+            m.hint(var, hint.delays.get(j, 0))
+        for n, var in dn.items():
+            m.hint(var, hint.delays[hint.assignment[n]])
+
