@@ -5,9 +5,10 @@ PUMA's hierarchical placement and its certified bound).
 
 Work (the unit of every budget) is what the solves report (``SolveResult.work``, :mod:`.solver.config`):
 CP-SAT's deterministic time; for HiGHS, SCIP, Gurobi and CBC max(nodes / 1,000, simplex iterations /
-10,000) (:func:`~solvermap.formulations.solver.lp_work`); convex solves their iterations / 100. One solve is
+25,000) (:func:`~solvermap.formulations.solver.lp_work`); convex solves their iterations / 100. One solve is
 charged :func:`spent_by`: its reported work, at least ``MIN_SOLVE_WORK`` (building and loading a model is
-not free, so a run of many tiny solves still ends), and its whole work budget when a limit stopped it.
+not free, so a run of many tiny solves still ends) and at most its work budget — its whole budget when a
+limit stopped it.
 Nothing here reads the wall clock to decide an answer: a :class:`Budget` looks at it only as the backstop
 (``WALL_BACKSTOP`` × its total + ``WALL_BACKSTOP_FLOOR_S``), and says so (``backstop_fired``) when it ends
 the budget. A config with ``deterministic=False`` counts wall seconds instead.
@@ -41,13 +42,16 @@ MIN_SOLVE_WORK = 0.05  # work charged for any solve at least: the order of build
 
 
 def spent_by(result: SolveResult, given: SolverConfig) -> float:
-    """The work one solve under ``given`` is charged (module docstring); wall seconds when not deterministic."""
+    """The work one solve under ``given`` is charged: its reported work, at least ``MIN_SOLVE_WORK`` and at
+    most its work budget — exactly the budget when a limit stopped it (the work limit, or the backstop: then
+    charged as if by the limit); a node limit does not stop simplex iterations, so a count may exceed the
+    budget, and a solve never costs more than it was given. Wall seconds when not deterministic."""
     if not given.deterministic:
         return result.solve_seconds
     work = result.work
     budget = given.work_budget()
-    if result.limit_reached and budget is not None:
-        work = max(work, budget)  # stopped by its limit (or by the backstop: charged as if by the limit)
+    if budget is not None:
+        work = budget if result.limit_reached else min(work, budget)
     return max(MIN_SOLVE_WORK, work)
 
 
