@@ -189,41 +189,63 @@ def build_columns(problem: PartitionProblem, config: SolverConfig, hint: Partiti
     """The column relaxation (module docstring): an exact cover of the items by enumerated convex bins.
 
     Every acyclic solution is a feasible cover, so the cover's optimum (and its solver bound) is a lower
-    bound of the problem without retiming; a cover whose quotient graph is acyclic is a solution."""
-    m = ModelBuilder(f"partition-columns:{problem.name}")
+    bound of the problem without retiming; a cover whose quotient graph is acyclic is a solution. (No
+    bin-count bound as a row: a cardinality row beside the cover slows CP-SAT down badly; the bound is
+    kept for the caller.)"""
     types = list(problem.bin_types)
-    S = slot_count(problem, hint)
     bound = lower_bound(problem)
     if min_bins is not None and min_bins > bound.bins:
         bound = LowerBound(min_bins, min_bins * min(t.cost for t in types), f"proven: {min_bins} bins",
                            {**bound.parts, "proven": min_bins})
-    x: dict[tuple[int, int], Any] = {}
-    holding: dict[str, list[Any]] = {i.name: [] for i in problem.items}
-    for c, col in enumerate(columns):
+    model = ColumnModel(ModelBuilder(f"partition-columns:{problem.name}"), problem, columns,
+                        slot_count(problem, hint), {}, bound)
+    _add_assignment(model)
+    _add_type_count(model)
+    _set_objective(model)
+    if hint is not None:
+        _hint_columns(model, hint)
+    return model
+
+
+def _add_assignment(model: ColumnModel) -> None:
+    """x[c,k] per column and type it fits; Σ_{c∋i,k} x[c,k] = 1."""
+    m, types = model.builder, model.problem.bin_types
+    holding: dict[str, list[Any]] = {i.name: [] for i in model.problem.items}
+    for c, col in enumerate(model.columns):
         for k in col.types:
-            var = x[c, k] = m.binary(f"x[{c},{types[k].name}]")
+            var = model.x[c, k] = m.binary(f"x[{c},{types[k].name}]")
             for a in col.members:
                 holding[a].append(var)
     for name, terms in holding.items():
         m.add(linear_sum(terms) == 1, "assignment", name)
-    for k, t in enumerate(types):
-        if t.count is not None and t.count < S:
-            m.add(linear_sum(v for (c, kk), v in x.items() if kk == k) <= t.count, "type-count", t.name)
-    # (no bin-count bounds as constraints: a cardinality row beside the cover slows CP-SAT down badly)
+
+
+def _add_type_count(model: ColumnModel) -> None:
+    """Σ_c x[c,k] ≤ n_k."""
+    for k, t in enumerate(model.problem.bin_types):
+        if t.count is not None and t.count < model.slots:
+            model.builder.add(linear_sum(v for (c, kk), v in model.x.items() if kk == k) <= t.count, "type-count", t.name)
+
+
+def _set_objective(model: ColumnModel) -> None:
+    """w_bins Σ κ_k x[c,k] + w_traf (traffic of the cover)."""
+    problem, types, x = model.problem, model.problem.bin_types, model.x
     terms = [problem.weights.bins * linear_sum(types[k].cost * v for (c, k), v in x.items())]
     if problem.weights.traffic > 0:
-        terms.append(problem.weights.traffic * column_traffic(problem, columns, x))
-    m.minimize(linear_sum(terms))
-    model = ColumnModel(m, problem, columns, S, x, bound)
-    if hint is not None:
-        lookup = {(frozenset(col.members), k): c for c, col in enumerate(columns) for k in col.types}
-        index = {t.name: k for k, t in enumerate(types)}
-        chosen = {(lookup.get((frozenset(names), index[hint.bin_types[b]])), index[hint.bin_types[b]])
-                  for b, names in hint.members().items()}
-        if all(c is not None for c, _ in chosen) and len(chosen) <= S:
-            for key, var in x.items():
-                m.hint(var, 1 if key in chosen else 0)
-    return model
+        terms.append(problem.weights.traffic * column_traffic(problem, model.columns, x))
+    model.builder.minimize(linear_sum(terms))
+
+
+def _hint_columns(model: ColumnModel, hint: PartitionDecision) -> None:
+    """The warm start's bins as columns, when every one of them is a column."""
+    types = model.problem.bin_types
+    lookup = {(frozenset(col.members), k): c for c, col in enumerate(model.columns) for k in col.types}
+    index = {t.name: k for k, t in enumerate(types)}
+    chosen = {(lookup.get((frozenset(names), index[hint.bin_types[b]])), index[hint.bin_types[b]])
+              for b, names in hint.members().items()}
+    if all(c is not None for c, _ in chosen) and len(chosen) <= model.slots:
+        for key, var in model.x.items():
+            model.builder.hint(var, 1 if key in chosen else 0)
 
 
 def column_traffic(problem: PartitionProblem, columns: list[Column], x) -> Any:

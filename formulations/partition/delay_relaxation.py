@@ -56,21 +56,31 @@ def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint
     retiming = problem.retiming
     if retiming is None or retiming.fixed_sources or retiming.fixed_sinks:
         raise ConfigError("the delay relaxation takes a retiming problem without fixed delays")
-    cover = build_columns(problem, config, hint, columns=columns)
+    cover = build_columns(problem, config, hint, columns=columns)  # assignment, type-count
     m = cover.builder
-    L, depth = retiming.hop_latency, retiming.buffer_depth
-    together = together_of(cover)
-    cluster = {i.name: i.cluster for i in problem.items}
-    groups = problem.groups()
-
-    external = problem.external_source
     keys = problem.external_sources()
-    horizon = L * (cover.slots + len(keys))  # compressed schedules: consecutive delays at most L apart
-    s = {n: m.integer(0, horizon, f"s[{n}]") for n in problem.item_names}
-    e = {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in keys}
-    r: dict[GroupKey, Any] = {}
+    horizon = retiming.hop_latency * (cover.slots + len(keys))  # compressed schedules: consecutive delays ≤ L apart
+    built = DelayRelaxation(cover, {n: m.integer(0, horizon, f"s[{n}]") for n in problem.item_names},
+                            {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in keys}, {}, horizon, None)
+    _add_schedule_and_retiming(problem, built)
+    built.cost = _relaxed_cost(problem, built)
+    _add_lower_bound(built, min_bins)
+    _set_objective_or_level(built, level)
+    if hint is not None and cover.builder.hints:  # the warm start's bins are columns: its delays too
+        _hint_delays(built, hint)
+    return built
+
+
+def _add_schedule_and_retiming(problem: PartitionProblem, built: DelayRelaxation) -> None:
+    """schedule rows per link (and per external value, per order link) and, per value, its retiming row
+    over each reader, in the order the links are read (one pass, so that the rows interleave as they did)."""
+    m, s, e, r, horizon = built.columns.builder, built.delay, built.source, built.retiming, built.horizon
+    L, depth = problem.retiming.hop_latency, problem.retiming.buffer_depth
+    together = together_of(built.columns)
+    cluster = {i.name: i.cluster for i in problem.items}
+    external = problem.external_source
     linked: set[tuple[str, str]] = set()
-    for g in groups:
+    for g in problem.groups():
         for d in g.forward_consumers:
             key = external(g, d)
             if key is None:
@@ -89,28 +99,43 @@ def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint
     for src, d in problem.order_links():
         if (src, d) not in linked and cluster[src] == cluster[d]:
             m.add(s[d] >= s[src], "schedule", f"order {src}->{d}")
-    x = cover.x
-    types = problem.bin_types
-    cost = problem.weights.bins * linear_sum(types[k].cost * v for (c, k), v in x.items())
-    cost = cost + problem.weights.retiming * linear_sum(r.values())
-    if problem.weights.traffic > 0:
-        cost = cost + problem.weights.traffic * column_traffic(problem, cover.columns, x)
-    if min_bins is not None and min_bins > 1:
-        m.add(linear_sum(x.values()) >= min_bins, "lower-bound", f"phase A optimum: {min_bins} bins")
-    if level is None:
-        m.minimize(cost)
-    else:
-        m.add(cost <= level, "level", f"relaxed objective <= {level:g}")
-        m.minimize(linear_sum([]))
-    if hint is not None and cover.builder.hints:  # the warm start's bins are columns: its delays too
-        for n, var in s.items():
-            m.hint(var, hint.delays.get(hint.assignment[n], 0))
-        for k, var in e.items():
-            m.hint(var, hint.source_delays.get(k, 0))
-        most: dict[GroupKey, int] = {}
-        for (src, port, _), v in hint.retiming.items():
-            most[src, port] = max(most.get((src, port), 0), v)
-        for key, var in r.items():
-            m.hint(var, most.get(key, 0))
-    return DelayRelaxation(cover, s, e, r, horizon, cost)
 
+
+def _relaxed_cost(problem: PartitionProblem, built: DelayRelaxation) -> Any:
+    """w_bins Σ κ x + w_ret Σ R + w_traf (traffic of the cover)."""
+    x, types = built.columns.x, problem.bin_types
+    cost = problem.weights.bins * linear_sum(types[k].cost * v for (c, k), v in x.items())
+    cost = cost + problem.weights.retiming * linear_sum(built.retiming.values())
+    if problem.weights.traffic > 0:
+        cost = cost + problem.weights.traffic * column_traffic(problem, built.columns.columns, x)
+    return cost
+
+
+def _add_lower_bound(built: DelayRelaxation, min_bins: int | None) -> None:
+    """Σ x ≥ a proven bin count."""
+    if min_bins is not None and min_bins > 1:
+        built.columns.builder.add(linear_sum(built.columns.x.values()) >= min_bins, "lower-bound",
+                                  f"phase A optimum: {min_bins} bins")
+
+
+def _set_objective_or_level(built: DelayRelaxation, level: float | None) -> None:
+    """Minimise the relaxed cost, or (``level``) require cost ≤ level with no objective."""
+    m = built.columns.builder
+    if level is None:
+        m.minimize(built.cost)
+    else:
+        m.add(built.cost <= level, "level", f"relaxed objective <= {level:g}")
+        m.minimize(linear_sum([]))
+
+
+def _hint_delays(built: DelayRelaxation, hint: PartitionDecision) -> None:
+    m = built.columns.builder
+    for n, var in built.delay.items():
+        m.hint(var, hint.delays.get(hint.assignment[n], 0))
+    for k, var in built.source.items():
+        m.hint(var, hint.source_delays.get(k, 0))
+    most: dict[GroupKey, int] = {}
+    for (src, port, _), v in hint.retiming.items():
+        most[src, port] = max(most.get((src, port), 0), v)
+    for key, var in built.retiming.items():
+        m.hint(var, most.get(key, 0))

@@ -13,12 +13,33 @@ No symmetry breaking, no lower bounds, no variable fixing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from solvermap.errors import ConfigError
 from solvermap.formulations.partition.slots import PartitionModel
 from solvermap.formulations.problems.partition import PartitionDecision, PartitionProblem
 from solvermap.formulations.solver import ModelBuilder, SolverConfig, linear_sum
+
+
+@dataclass
+class _Table42:
+    """The literal model's parameters and variables while it is built."""
+
+    builder: ModelBuilder
+    problem: PartitionProblem
+    bin_type: Any
+    order: list[str]
+    columns: int  # P
+    proj: int  # K, the proj_B constant
+    hop: int  # L
+    depth: int  # b_d
+    delay_cap: int  # KD
+    B: dict[tuple[str, int], Any]
+    u: dict[int, Any]
+    dn: dict[str, Any] = field(default_factory=dict)
+    dp: dict[int, Any] = field(default_factory=dict)
+    ext_delay: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
 
 def build_table42(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None) -> PartitionModel:
@@ -31,19 +52,45 @@ def build_table42(problem: PartitionProblem, config: SolverConfig, hint: Partiti
     order = problem.item_names
     N = len(order)
     P = len(set(hint.assignment.values())) if hint is not None else N
-    K = N  # proj_B constant: a count never exceeds N
     L = problem.retiming.hop_latency if problem.retiming else 1
     depth = problem.retiming.buffer_depth if problem.retiming else 0
     KD = 2 * P * L + depth + L  # delay constant (the authors' code: 2·P·delay_per_partition)
     B = {(n, j): m.binary(f"B[{n},{j}]") for n in order for j in range(P)}
     u = {j: m.binary(f"u[{j}]") for j in range(P)}
-    # Allocated partitions: u_j = proj_B(Σ_i B[i,j])
+    t = _Table42(m, problem, bt, order, P, N, L, depth, KD, B, u)  # K = N: a count never exceeds N
+    _add_proj_partitions(t)
+    _add_assignment(t)
+    _add_capacity(t)
+    _add_feasibility(t)
+    _add_delay_consistency(t)
+    _add_dependency(t)
+    _add_output_arity(t)
+    _add_input_arity(t)
+    _add_retiming_objective(t)
+    model = PartitionModel(m, problem, order, P, [bt], B, {(j, 0): u[j] for j in range(P)}, variant="table42")
+    model.t, model.e = t.dp, t.ext_delay
+    if hint is not None:
+        _hint_table42(model, t.dn, hint)
+    return model
+
+
+def _add_proj_partitions(t: _Table42) -> None:
+    """proj-partitions: u_j = proj_B(Σ_i B[i,j])."""
+    m, order, P, K, B, u = t.builder, t.order, t.columns, t.proj, t.B, t.u
     for j in range(P):
         m.add(linear_sum(B[n, j] for n in order) <= K * u[j], "proj-partitions", str(j))
-    # Partition assignment
+
+
+def _add_assignment(t: _Table42) -> None:
+    """assignment: Σ_j B[i,j] = 1."""
+    m, order, P, B = t.builder, t.order, t.columns, t.B
     for n in order:
         m.add(linear_sum(B[n, j] for j in range(P)) == 1, "assignment", n)
-    # Operation capacity (prose L637; Table 4.4 reducible constraint with r = sum)
+
+
+def _add_capacity(t: _Table42) -> None:
+    """capacity (prose L637; Table 4.4 reducible constraint with r = sum)."""
+    m, problem, bt, order, P, B = t.builder, t.problem, t.bin_type, t.order, t.columns, t.B
     for r in sorted({r for i in problem.items for r in i.demand}):
         if bt.reduce_of(r) == "max":
             for n in order:
@@ -52,26 +99,45 @@ def build_table42(problem: PartitionProblem, config: SolverConfig, hint: Partiti
             continue
         for j in range(P):
             m.add(linear_sum(problem.item(n).demand.get(r, 0.0) * B[n, j] for n in order) <= bt.cap(r), "capacity", f"{r},{j}")
+
+
+def _add_feasibility(t: _Table42) -> None:
+    """feasibility: an item that fits no partition."""
+    m, problem, bt, order, P, B = t.builder, t.problem, t.bin_type, t.order, t.columns, t.B
     if problem.feasible is not None:
         for n in order:
             if (n, bt.name) not in problem.feasible:
                 m.add(linear_sum(B[n, j] for j in range(P)) <= 0, "feasibility", n)
-    # Delays: node delays d_n, partition delays d_p, Delay Consistency, Constant Validity
+
+
+def _add_delay_consistency(t: _Table42) -> None:
+    """delay-consistency: d_n = d_p of its partition (big-M), constant validity d ≤ K."""
+    m, order, P, KD, B = t.builder, t.order, t.columns, t.delay_cap, t.B
     dn = {n: m.integer(0, KD, f"dn[{n}]") for n in order}
     dp = {j: m.integer(0, KD, f"dp[{j}]") for j in range(P)}
     for n in order:
         for j in range(P):
             m.add(dn[n] <= dp[j] + KD * (1 - B[n, j]), "delay-consistency", f"{n}<={j}")
             m.add(dn[n] >= dp[j] - KD * (1 - B[n, j]), "delay-consistency", f"{n}>={j}")
-    # Dependency constraint: d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] on forward edges (also the cycle constraint)
+    t.dn, t.dp = dn, dp
+
+
+def _add_dependency(t: _Table42) -> None:
+    """dependency: d_n(j) ≥ d_n(i) + L·1[p_i ≠ p_j] on forward edges (also the cycle constraint)."""
+    m, problem, P, L, B = t.builder, t.problem, t.columns, t.hop, t.B
+    dn = t.dn
     if problem.acyclic:
         for s, d in problem.order_links():
             neq = m.binary(f"neq[{s},{d}]")
             for j in range(P):
                 m.add(neq >= B[d, j] - B[s, j], "dependency", f"{s}->{d},{j}")
             m.add(dn[d] >= dn[s] + L * neq, "dependency", f"{s}->{d}")
+
+
+def _add_output_arity(t: _Table42) -> None:
+    """output-arity: Σ_s and(B[s,p], proj_B(Σ_dest (1 − B[d,p]) [+ external])) ≤ limit."""
+    m, problem, bt, P, K, B = t.builder, t.problem, t.bin_type, t.columns, t.proj, t.B
     groups = problem.groups()
-    # Output arity: Σ_s and(B[s,p], proj_B(Σ_dest (1 − B[d,p]) [+ external]))
     for kind, limit in sorted(bt.outputs.items()):
         for j in range(P):
             terms = []
@@ -87,7 +153,12 @@ def build_table42(problem: PartitionProblem, config: SolverConfig, hint: Partiti
                 terms.append(both)
             if terms:
                 m.add(linear_sum(terms) <= limit, "output-arity", f"{kind},{j}")
-    # Input arity: Σ_i max{proj_B(Σ_{dest(i)} B[·,p]) − B[i,p], 0}
+
+
+def _add_input_arity(t: _Table42) -> None:
+    """input-arity: Σ_i max{proj_B(Σ_{dest(i)} B[·,p]) − B[i,p], 0} ≤ limit."""
+    m, problem, bt, P, K, B = t.builder, t.problem, t.bin_type, t.columns, t.proj, t.B
+    groups = problem.groups()
     for kind, limit in sorted(bt.inputs.items()):
         for j in range(P):
             terms = []
@@ -102,7 +173,12 @@ def build_table42(problem: PartitionProblem, config: SolverConfig, hint: Partiti
                 terms.append(gain)
             if terms:
                 m.add(linear_sum(terms) <= limit, "input-arity", f"{kind},{j}")
-    # Objective: allocated partitions + α · Σ proj_B(max{d_n(j) − d_n(i) − L − b_d, 0})
+
+
+def _add_retiming_objective(t: _Table42) -> None:
+    """proj-retiming flags and the objective: allocated partitions + α · Σ retiming flags."""
+    m, problem, bt, L, depth, KD, u = t.builder, t.problem, t.bin_type, t.hop, t.depth, t.delay_cap, t.u
+    groups, dn = problem.groups(), t.dn
     retime = []
     ext_delay: dict[tuple[str, str, str], Any] = {}
     cluster = {i.name: i.cluster for i in problem.items}
@@ -122,11 +198,7 @@ def build_table42(problem: PartitionProblem, config: SolverConfig, hint: Partiti
                 retime.append(flag)
     alpha = problem.weights.retiming
     m.minimize(problem.weights.bins * bt.cost * linear_sum(u.values()) + alpha * linear_sum(retime))
-    model = PartitionModel(m, problem, order, P, [bt], B, {(j, 0): u[j] for j in range(P)}, variant="table42")
-    model.t, model.e = dp, ext_delay
-    if hint is not None:
-        _hint_table42(model, dn, hint)
-    return model
+    t.ext_delay = ext_delay
 
 
 def _hint_table42(model: PartitionModel, dn, hint: PartitionDecision) -> None:
