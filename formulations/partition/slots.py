@@ -49,6 +49,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import networkx as nx
+
 from solvermap.formulations.partition.bounds import LowerBound, chain_counts, lower_bound, sum_resources
 from solvermap.formulations.problems.partition import (
     BinType,
@@ -115,28 +117,15 @@ def canonical_hint(problem: PartitionProblem, hint: PartitionDecision, order: li
     rank = {n: k for k, n in enumerate(order)}
     bins = sorted(set(hint.assignment.values()))
     if problem.acyclic:
-        succ: dict[int, set[int]] = {b: set() for b in bins}
-        for s, d in problem.order_links():
-            p, q = hint.assignment[s], hint.assignment[d]
-            if p != q:
-                succ[p].add(q)
+        quotient = nx.DiGraph()
+        quotient.add_nodes_from(bins)
+        quotient.add_edges_from((hint.assignment[s], hint.assignment[d]) for s, d in problem.order_links()
+                                if hint.assignment[s] != hint.assignment[d])
         first = {b: min(rank[n] for n, c in hint.assignment.items() if c == b) for b in bins}
         delay = {b: hint.delays.get(b, 0) for b in bins} if problem.retiming else dict.fromkeys(bins, 0)
-        indeg = dict.fromkeys(bins, 0)
-        for b in bins:
-            for q in succ[b]:
-                indeg[q] += 1
-        ready = [b for b in bins if indeg[b] == 0]
-        new_order = []
-        while ready:
-            ready.sort(key=lambda b: (delay[b], first[b]))
-            b = ready.pop(0)
-            new_order.append(b)
-            for q in succ[b]:
-                indeg[q] -= 1
-                if indeg[q] == 0:
-                    ready.append(q)
-        if len(new_order) != len(bins):  # cyclic hint: keep it as it is (the solver ignores a bad hint)
+        try:  # among the ready bins, the earliest (by delay, then first item) first
+            new_order = list(nx.lexicographical_topological_sort(quotient, key=lambda b: (delay[b], first[b])))
+        except nx.NetworkXUnfeasible:  # cyclic hint: keep it as it is (the solver ignores a bad hint)
             new_order = bins
         if problem.retiming and len(problem.clusters()) == 1:
             topo_rank = {b: k for k, b in enumerate(new_order)}

@@ -136,43 +136,45 @@ def _add_dependency(t: _Table42) -> None:
 
 def _add_output_arity(t: _Table42) -> None:
     """output-arity: Σ_s and(B[s,p], proj_B(Σ_dest (1 − B[d,p]) [+ external])) ≤ limit."""
-    m, problem, bt, P, K, B = t.builder, t.problem, t.bin_type, t.columns, t.proj, t.B
-    groups = problem.groups()
-    for kind, limit in sorted(bt.outputs.items()):
-        for j in range(P):
-            terms = []
-            for g in groups:
-                if g.kind != kind or not g.source_is_item:
-                    continue
-                s = g.key[0]
-                leave = m.binary(f"leave[{s}.{g.key[1]},{j}]")
-                outside = linear_sum((1 - B[d, j]) for d in g.consumers) + (1 if g.external_consumer else 0)
-                m.add(outside <= K * leave, "proj-output", f"{s},{j}")
-                both = m.binary(f"and[{s}.{g.key[1]},{j}]")
-                m.add(both >= B[s, j] + leave - 1, "and-output", f"{s},{j}")
-                terms.append(both)
-            if terms:
-                m.add(linear_sum(terms) <= limit, "output-arity", f"{kind},{j}")
+    m, K, B = t.builder, t.proj, t.B
+
+    def leaves(g, j: int) -> Any:
+        if not g.source_is_item:
+            return None
+        s = g.key[0]
+        leave = m.binary(f"leave[{s}.{g.key[1]},{j}]")
+        outside = linear_sum((1 - B[d, j]) for d in g.consumers) + (1 if g.external_consumer else 0)
+        m.add(outside <= K * leave, "proj-output", f"{s},{j}")
+        both = m.binary(f"and[{s}.{g.key[1]},{j}]")
+        m.add(both >= B[s, j] + leave - 1, "and-output", f"{s},{j}")
+        return both
+
+    _add_arity_limit(t, t.bin_type.outputs, leaves, "output-arity")
 
 
 def _add_input_arity(t: _Table42) -> None:
     """input-arity: Σ_i max{proj_B(Σ_{dest(i)} B[·,p]) − B[i,p], 0} ≤ limit."""
-    m, problem, bt, P, K, B = t.builder, t.problem, t.bin_type, t.columns, t.proj, t.B
-    groups = problem.groups()
-    for kind, limit in sorted(bt.inputs.items()):
-        for j in range(P):
-            terms = []
-            for g in groups:
-                if g.kind != kind:
-                    continue
-                enter = m.binary(f"proj-in[{g.key[0]}.{g.key[1]},{j}]")
-                m.add(linear_sum(B[d, j] for d in g.consumers) <= K * enter, "proj-input", f"{g.key[0]},{j}")
-                gain = m.binary(f"in[{g.key[0]}.{g.key[1]},{j}]")
-                src = B[g.key[0], j] if g.source_is_item else 0
-                m.add(gain >= enter - src, "input-arity-max", f"{g.key[0]},{j}")
-                terms.append(gain)
+    m, K, B = t.builder, t.proj, t.B
+
+    def enters(g, j: int) -> Any:
+        enter = m.binary(f"proj-in[{g.key[0]}.{g.key[1]},{j}]")
+        m.add(linear_sum(B[d, j] for d in g.consumers) <= K * enter, "proj-input", f"{g.key[0]},{j}")
+        gain = m.binary(f"in[{g.key[0]}.{g.key[1]},{j}]")
+        src = B[g.key[0], j] if g.source_is_item else 0
+        m.add(gain >= enter - src, "input-arity-max", f"{g.key[0]},{j}")
+        return gain
+
+    _add_arity_limit(t, t.bin_type.inputs, enters, "input-arity")
+
+
+def _add_arity_limit(t: _Table42, limits: dict[str, int], crossing: Any, group: str) -> None:
+    """Per link kind with a limit and per column j: Σ_g crossing(g, j) ≤ limit (values of that kind)."""
+    groups = t.problem.groups()
+    for kind, limit in sorted(limits.items()):
+        for j in range(t.columns):
+            terms = [term for g in groups if g.kind == kind for term in [crossing(g, j)] if term is not None]
             if terms:
-                m.add(linear_sum(terms) <= limit, "input-arity", f"{kind},{j}")
+                t.builder.add(linear_sum(terms) <= limit, group, f"{kind},{j}")
 
 
 def _add_retiming_objective(t: _Table42) -> None:

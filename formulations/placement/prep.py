@@ -1,10 +1,13 @@
-"""Index sets and warm-start values both placement builds use (MILP and native CP-SAT)."""
+"""What both placement builds (MILP and native CP-SAT) share: index sets, the rows' terms in the order both
+add them, and the warm start's value of every variable. A build only turns these into its backend's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from solvermap.formulations.problems.placement import Placement, PlacementProblem, distance
+from solvermap.formulations.problems.placement import Placement, PlacementProblem, Site, distance
 
 
 @dataclass
@@ -137,3 +140,75 @@ def route_indicators(problem: PlacementProblem, prep: Prep, src: int, t: int, on
                 out.append((((r, ct), (r - 1, ct)), [a]))
     return out
 
+
+
+def capacity_terms(problem: PlacementProblem, prep: Prep, x: Mapping[tuple[int, int], Any]
+                   ) -> Iterator[tuple[str, Site, list[tuple[float, Any]]]]:
+    """capacity rows, per resource then site: (resource, site, [(demand, x[i,s])]) for sites some item needs."""
+    for r in problem.resources():
+        for s, site in enumerate(problem.sites):
+            terms = [(problem.items[i].demand.get(r, 0.0), x[i, s]) for i in range(len(prep.items))
+                     if (i, s) in x and problem.items[i].demand.get(r, 0.0)]
+            if terms:
+                yield r, site, terms
+
+
+def work_terms(problem: PlacementProblem, prep: Prep, x: Mapping[tuple[int, int], Any]
+               ) -> Iterator[tuple[Site, list[tuple[float, Any]]]]:
+    """balance rows, per site: (site, [(work, x[i,s])]) for sites some item with work may take."""
+    for s, site in enumerate(problem.sites):
+        terms = [(problem.items[i].work, x[i, s]) for i in range(len(prep.items)) if (i, s) in x and problem.items[i].work]
+        if terms:
+            yield site, terms
+
+
+def messages_of(problem: PlacementProblem, prep: Prep) -> Iterator[tuple[int, int, int, tuple[int, ...], float]]:
+    """Every message a placement may pay for (not with ``broadcast='tree'``): (net, site, source, sinks, weight)."""
+    if problem.broadcast == "tree":
+        return
+    for n, (src, sinks, weight) in enumerate(prep.nets):
+        for t in prep.targets[n]:
+            yield n, t, src, sinks, weight
+
+
+def tree_nets(prep: Prep) -> Iterator[tuple[int, float, list[int]]]:
+    """The nets a bounding box bounds (``broadcast='tree'``): (net, weight, terminals), ≥ 2 terminals each."""
+    for n, (_, _, weight) in enumerate(prep.nets):
+        terminals = net_terminals(prep, n)
+        if len(terminals) >= 2:
+            yield n, weight, terminals
+
+
+def grid_ranges(problem: PlacementProblem) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(lowest, highest) row and column of the sites."""
+    coord = [s.coord for s in problem.sites]
+    return (min(c[0] for c in coord), max(c[0] for c in coord)), (min(c[1] for c in coord), max(c[1] for c in coord))
+
+
+def coordinate_terms(problem: PlacementProblem, prep: Prep, x: Mapping[tuple[int, int], Any], j: int
+                     ) -> tuple[list[tuple[float, Any]], list[tuple[float, Any]]]:
+    """Item j's row and column as (coordinate, x[j,s]) terms: row(j) = Σ_s r_s x[j,s], likewise the column."""
+    coord = [s.coord for s in problem.sites]
+    sites = allowed_sites(prep, j)
+    return [(coord[s][0], x[j, s]) for s in sites], [(coord[s][1], x[j, s]) for s in sites]
+
+
+def warm_start(problem: PlacementProblem, prep: Prep, hint: Placement | None, x: Mapping[tuple[int, int], Any],
+               boxes: Mapping[int, tuple[Any, ...]], z: Mapping[tuple[int, int], Any], h: Mapping[tuple[int, int], Any],
+               message_distance: Callable[[int, int], float]) -> list[tuple[Any, float]]:
+    """(variable, value) of every variable the hint determines (empty when it does not fit): x, the boxes, and
+    per message z (nets with several sinks) then h, at ``message_distance(source site, t)`` when reached."""
+    where = hint_sites(problem, prep, canonical_hint(problem, hint))
+    if where is None:
+        return []
+    coord = [s.coord for s in problem.sites]
+    pairs: list[tuple[Any, float]] = [(var, 1 if where[i] == s else 0) for (i, s), var in x.items()]
+    for n, box in boxes.items():
+        pairs += list(zip(box, box_of(prep, coord, n, where)))
+    for (n, t), var in h.items():
+        src, sinks, _ = prep.nets[n]
+        reached = any(where[j] == t for j in sinks)
+        if len(sinks) > 1:
+            pairs.append((z[n, t], 1 if reached else 0))
+        pairs.append((var, message_distance(where[src], t) if reached else 0))
+    return pairs
