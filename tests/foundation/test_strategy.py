@@ -41,6 +41,13 @@ def test_a_solve_stopped_by_its_work_limit_reports_about_that_work(backend):
     assert result.work >= 0.2 - 1e-9 and spent_by(result, SolverConfig(time_limit_s=0.2)) == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize("backend", [b for b in MILP if b != "cbc"])
+def test_a_solve_stopped_by_the_wall_clock_before_its_work_says_so(backend):
+    """An explicit work budget far above what the wall clock allows: the wall clock stops it (load-dependent)."""
+    result = solve_milp(hard_instance(), SolverConfig(backend=backend, time_limit_s=0.05, work_limit=1000)).result
+    assert result.limit_reached and result.backstop_fired and "backstop" in result.message
+
+
 def test_native_cpsat_reports_its_deterministic_time():
     from ortools.sat.python import cp_model
 
