@@ -55,7 +55,7 @@ def restrict(decision: PartitionDecision | None, names: list[str], clusters: set
 
 def chunk_groups(problem: PartitionProblem, hint: PartitionDecision) -> list[list[str]] | None:
     """The warm start's bins in a topological order of its quotient graph, cut into consecutive groups
-    of about SETTINGS.chunk_size items; every order link runs from a group to the same or a later one."""
+    of about ``settings.chunk_size`` items; every order link runs from a group to the same or a later one."""
     bins = sorted(set(hint.assignment.values()))
     succ: dict[int, set[int]] = {b: set() for b in bins}
     for s, d in problem.order_links():

@@ -52,10 +52,10 @@ def solve_level(problem: PartitionProblem, config: SolverConfig, hint: Partition
 
 def solve_layers(problem: PartitionProblem, config: SolverConfig, T: int, bins_floor: int | None,
                   columns: list[Column]) -> Solved[PartitionDecision] | None:
-    """The layered column model with ``T`` layers (:mod:`~solvermap.formulations.partition_layers`), a
+    """The layered column model with ``T`` layers (:mod:`.layers`), a
     primal model: its answer is a solution, its status says how the T-layer search ended, and its result
     carries no bound (the solver's bound holds for T layers only). None when the model would exceed
-    SETTINGS.layer_pairs column × layer pairs."""
+    ``settings.layer_pairs`` column × layer pairs."""
     if layers.layer_windows(problem, columns, T).pairs > SETTINGS.layer_pairs:
         return None
     built = layers.build_layers(problem, columns=columns, layers=T, min_bins=bins_floor)

@@ -56,7 +56,7 @@ def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDe
 def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None, *,
           variant: str = "ours", explain: bool = True, retiming_search: str = "auto") -> Solved[PartitionDecision]:
     """Solve ``problem``; clusters are solved one by one when no bin type has a finite count, and an
-    acyclic cluster of more than SETTINGS.chunk_items items in chunks (:func:`solve_chunked`). ``retiming_search``
+    acyclic cluster of more than ``settings.chunk_items`` items in chunks (:func:`solve_chunked`). ``retiming_search``
     picks phase B of retiming problems (:func:`by_columns`)."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown partition variant {variant!r}; choose one of {', '.join(VARIANTS)}")

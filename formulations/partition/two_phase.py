@@ -296,9 +296,9 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, budget: Bu
                      candidate: PartitionDecision | None, lower: float, bins_floor: int | None,
                      columns: list[Column], details: dict[str, Any], results: list[SolveResult]
                      ) -> tuple[PartitionDecision, float, list[str]]:
-    """Phase B for LP-based backends (module docstring, "Delay relaxation"): answers from the layered column
+    """Phase B for LP-based backends (module docstring, "Columns"): answers from the layered column
     model and the neighbourhood search, bounds from the delay relaxation. (1) In turn, while the gap is
-    open: the layered model with the next layer count (T₀ … T₀ + SETTINGS.layer_extra; none after a solve stopped
+    open: the layered model with the next layer count (T₀ … T₀ + ``settings.layer_extra``; none after a solve stopped
     by its limit), and the lowest level of the relaxation not yet refuted: a refuted level v lifts the
     bound to v + q (q = :func:`_objective_step`), the first level not refuted ends the levels (without a
     step: the relaxation minimised once, its bound, before the turns) — an optimal incumbent is proven
