@@ -146,10 +146,17 @@ class SolveResult:
 BACKSTOP_MESSAGE = "stopped by the wall-clock backstop before the deterministic budget: the result may depend on machine load"
 
 
-def backstop_fired(config: SolverConfig, seconds: float, limit_reached: bool) -> bool:
-    """A deterministic solve stopped by the wall clock (its backstop) instead of its work budget."""
+def backstop_fired(config: SolverConfig, seconds: float, limit_reached: bool, work: float | None = None) -> bool:
+    """A deterministic solve stopped by the wall clock (its backstop) instead of its work budget: stopped by a
+    limit with less than its budget of reported ``work`` (a work limit that stops a solve is reached), or,
+    for a backend that reports no work, at the wall limit."""
+    budget = config.work_budget()
+    if not limit_reached or budget is None:
+        return False
+    if work is not None:
+        return work < 0.99 * budget
     wall = config.wall_limit()
-    return bool(limit_reached and config.work_budget() is not None and wall is not None and seconds >= 0.98 * wall)
+    return wall is not None and seconds >= 0.98 * wall
 
 
 def backstop_note(config: SolverConfig, seconds: float, limit_reached: bool) -> str:

@@ -39,12 +39,13 @@ def solve_cpsat(model: Any, config: SolverConfig, *, build_seconds: float = 0.0,
     objective = solver.ObjectiveValue() if status.has_solution and has_objective else (0.0 if status.has_solution else None)
     bound = solver.BestObjectiveBound() if status.has_solution and has_objective else objective
     limit = status in (Status.FEASIBLE, Status.TIMEOUT_NO_SOLUTION)
-    fired = backstop_fired(config, seconds, limit)
+    work = float(solver.deterministic_time)
+    fired = backstop_fired(config, seconds, limit, work)
     return (
         SolveResult(status, objective, bound, relative_gap(objective, bound) if status.has_solution else None,
                     build_seconds, seconds, "cpsat", backend_version("cpsat"), limit_reached=limit,
                     message=model.Validate() if code == cp_model.MODEL_INVALID else (BACKSTOP_MESSAGE if fired else ""),
-                    work=float(solver.deterministic_time), backstop_fired=fired),
+                    work=work, backstop_fired=fired),
         solver,
     )
 

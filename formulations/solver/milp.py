@@ -233,6 +233,10 @@ def _sigint_survives() -> Iterator[None]:
     signal.signal(signal.SIGINT, record)
     try:
         yield
+    except BaseException:
+        if fired:  # the interrupt surfaced inside a callback (the CP-SAT log reader) as another error
+            raise KeyboardInterrupt from None
+        raise
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if fired:
@@ -291,7 +295,7 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
         bound = objective
     stats = result.solve_stats
     work = cpsat_work() if backend == "cpsat" else lp_work(stats.node_count, stats.simplex_iterations)
-    fired = backstop_fired(config, seconds, limit)
+    fired = backstop_fired(config, seconds, limit, work)
     return MilpSolution(
         SolveResult(
             status=status,
@@ -468,11 +472,12 @@ def solve_lp(builder: ModelBuilder, config: SolverConfig) -> LpSolution:
                                       solve_seconds=time.perf_counter() - start, message=f"{type(exc).__name__}: {exc}"))
     seconds = time.perf_counter() - start
     status, objective, bound, limit, detail = _normalise_mathopt(result)
-    fired = backstop_fired(config, seconds, limit)
+    work = lp_work(0, result.solve_stats.simplex_iterations)
+    fired = backstop_fired(config, seconds, limit, work)
     record = SolveResult(status, objective, bound, relative_gap(objective, bound) if status.has_solution else None,
                          builder.build_seconds, seconds, backend, backend_version(backend), limit,
                          "; ".join(m for m in (detail, BACKSTOP_MESSAGE if fired else "") if m),
-                         work=lp_work(0, result.solve_stats.simplex_iterations), backstop_fired=fired)
+                         work=work, backstop_fired=fired)
     values = dict(result.variable_values()) if status.has_solution else {}
     duals = dict(result.dual_values()) if status == Status.OPTIMAL and result.has_dual_feasible_solution() else {}
     return LpSolution(record, values, duals)

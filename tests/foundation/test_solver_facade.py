@@ -206,7 +206,7 @@ _SOLVE_FOREVER = """
 import sys
 from solvermap.formulations.solver import ModelBuilder, SolverConfig, solve_cpsat, solve_milp
 backend = sys.argv[1]
-print("ready", flush=True)
+first = True
 try:
     while True:
         if backend == "native-cpsat":
@@ -222,6 +222,9 @@ try:
             m.add(2 * x[0] + 3 * x[1] + 4 * x[2] <= 17, "capacity")
             m.maximize(3 * x[0] + 4 * x[1] + 6 * x[2])
             solve_milp(m, SolverConfig(backend=backend, time_limit_s=1))
+        if first:  # the solver libraries are loaded (a Ctrl-C while importing them is another matter)
+            print("ready", flush=True)
+            first = False
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(3)
