@@ -1,9 +1,9 @@
 """CP-SAT and a MILP backend (SCIP) agree on the optimal partition of the apps at their default factor.
 
 Joint optimum (partitions + retiming partitions), each backend from the best heuristic's warm start with
-its own models, on the default deterministic budget. The apps whose SCIP proof needs minutes of solving
-(blackscholes, kmeans) are compared by ``bench/sara_partition_bench.py --part agreement``
-(``bench_agreement.csv``), not here: a test's verdict must not take minutes.
+its own models, on the default deterministic budget. The apps whose proofs take tens of seconds to minutes
+(blackscholes, kmeans, lattice) are compared by ``bench/sara_partition_bench.py --part agreement``
+(``bench_agreement.csv``), not here: the suite stays fast on two cores.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
 from solvermap.mappers.plasticine import decomposition, lowering, traversal
 
-AGREE = ["dotproduct", "outerproduct", "tpchq6", "lattice", "gda", "gemm", "logreg", "sgd", "lstm", "gru", "lenet"]
+AGREE = ["dotproduct", "outerproduct", "tpchq6", "gda", "gemm", "logreg", "sgd", "lstm", "gru", "lenet"]
 
 
 @functools.cache
@@ -55,7 +55,7 @@ def test_cpsat_and_scip_agree_on_the_optimal_partition(app):
     assert optimum(app, "cpsat") == pytest.approx(optimum(app, "scip"))
 
 
-@pytest.mark.parametrize("app", AGREE + ["blackscholes", "kmeans"])
+@pytest.mark.parametrize("app", AGREE)
 def test_solver_never_uses_more_pbs_than_the_best_heuristic(app):
     problem, hint = problem_and_hint(app)
     assert optimum(app, "cpsat") <= objective(problem, hint)
