@@ -60,9 +60,9 @@ class Budget:
     configs count only charged work, so the split between solves — and the answer — does not depend on
     machine load; non-deterministic configs count wall seconds."""
 
-    def __init__(self, config: SolverConfig, total: float | None = ...) -> None:  # type: ignore[assignment]
+    def __init__(self, config: SolverConfig) -> None:
         self.config = config
-        self.total: float | None = config.time_limit_s if total is ... else total
+        self.total: float | None = config.time_limit_s
         self.deterministic = config.deterministic
         self.start = time.perf_counter()
         self.spent = 0.0
