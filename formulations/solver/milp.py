@@ -209,32 +209,37 @@ def _normalise_mathopt(result: Any) -> tuple[Status, float | None, float | None,
 
 
 @contextlib.contextmanager
-def _sigint_survives() -> Iterator[None]:
-    """Make a Ctrl-C during a MathOpt solve raise ``KeyboardInterrupt`` once the solve returns.
+def _sigint_survives() -> Iterator[Any]:
+    """Make a Ctrl-C during a solve raise ``KeyboardInterrupt`` once the solve returns; yields a MathOpt
+    ``SolveInterrupter`` (None off the main thread or under a custom handler) for the solve to watch.
 
     MathOpt's native code runs Python's pending signal handlers and then discards the
-    ``KeyboardInterrupt`` they raise, so an interrupted study would run on. While the solve runs (main
-    thread, default handler only), a handler that also records the interrupt is installed; if it fired,
-    the interrupt is raised again here.
+    ``KeyboardInterrupt`` they raise, and one raised inside a Python callback it calls (the CP-SAT log
+    reader) aborts the process. So while the solve runs (main thread, default handler only), a handler that
+    only records the interrupt and interrupts the solve is installed; if it fired, ``KeyboardInterrupt`` is
+    raised here, after the solve.
     """
     import signal
     import threading
 
+    from ortools.util.python.solve_interrupter import SolveInterrupter
+
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
+        yield None
         return
     fired: list[bool] = []
+    interrupter = SolveInterrupter()
 
     def record(signum: int, frame: Any) -> None:
         fired.append(True)
-        raise KeyboardInterrupt
+        interrupter.interrupt()
 
     signal.signal(signal.SIGINT, record)
     try:
-        yield
+        yield interrupter
     except BaseException:
-        if fired:  # the interrupt surfaced inside a callback (the CP-SAT log reader) as another error
+        if fired:
             raise KeyboardInterrupt from None
         raise
     finally:
@@ -273,13 +278,14 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
     read_log, cpsat_work = _cpsat_work_reader()
     start = time.perf_counter()
     try:
-        with _sigint_survives():
+        with _sigint_survives() as interrupter:
             result = mathopt.solve(
                 builder.model,
                 _mathopt_solver_type(backend),
                 params=_mathopt_params(backend, config),
                 model_params=model_params,
                 msg_cb=read_log if backend == "cpsat" else None,
+                interrupter=interrupter,
             )
     except Exception as exc:  # noqa: BLE001 - a solver failure is a result, not a crash
         return MilpSolution(
@@ -465,8 +471,9 @@ def solve_lp(builder: ModelBuilder, config: SolverConfig) -> LpSolution:
         kwargs["iteration_limit"] = max(1, int(SIMPLEX_ITERATIONS_PER_WORK * work))
     start = time.perf_counter()
     try:
-        with _sigint_survives():
-            result = mathopt.solve(builder.model, _mathopt_solver_type(backend), params=mathopt.SolveParameters(**kwargs))
+        with _sigint_survives() as interrupter:
+            result = mathopt.solve(builder.model, _mathopt_solver_type(backend), params=mathopt.SolveParameters(**kwargs),
+                                   interrupter=interrupter)
     except Exception as exc:  # noqa: BLE001 - a solver failure is a result, not a crash
         return LpSolution(SolveResult(Status.ERROR, backend=backend, solver_version=backend_version(backend),
                                       solve_seconds=time.perf_counter() - start, message=f"{type(exc).__name__}: {exc}"))
