@@ -9,9 +9,9 @@ CP-SAT's deterministic time; for HiGHS, SCIP, Gurobi and CBC max(nodes / 1,000, 
 charged :func:`spent_by`: its reported work, at least ``MIN_SOLVE_WORK`` (building and loading a model is
 not free, so a run of many tiny solves still ends) and at most its work budget — its whole budget when a
 limit stopped it.
-Nothing here reads the wall clock to decide an answer: a :class:`Budget` looks at it only as the backstop
-(``WALL_BACKSTOP`` × its total + ``WALL_BACKSTOP_FLOOR_S``), and says so (``backstop_fired``) when it ends
-the budget. A config with ``deterministic=False`` counts wall seconds instead.
+Nothing here reads the wall clock to decide an answer: a deterministic :class:`Budget` counts only charged
+work (each solve keeps the facade's own wall-clock backstop, and a solve it stopped marks the budget's
+``backstop_fired``). A config with ``deterministic=False`` counts wall seconds instead.
 
 API
     ``Budget(config)``            the budget ``config.time_limit_s`` (None = unlimited) of work units
@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from solvermap.formulations.solver import config as _config
 from solvermap.formulations.solver.config import BACKSTOP_MESSAGE, SolveResult, SolverConfig, Status, relative_gap
 
 D = TypeVar("D")
@@ -83,13 +82,10 @@ class Budget:
         return self.spent if self.deterministic else time.perf_counter() - self.start
 
     def left(self) -> float | None:
-        """Work left (None: unlimited); 0 once the wall-clock backstop of the whole budget has passed."""
+        """Work left (None: unlimited). Never the wall clock when deterministic: each solve has its own
+        backstop (the facade's), and a budget cut short by wall time would make the answer depend on load."""
         if self.total is None:
             return None
-        if self.deterministic and time.perf_counter() - self.start > \
-                _config.WALL_BACKSTOP * self.total + _config.WALL_BACKSTOP_FLOOR_S:
-            self.backstop_fired = True
-            return 0.0
         return self.total - self.elapsed()
 
     def exhausted(self, floor: float = MIN_SOLVE_WORK) -> bool:

@@ -104,11 +104,14 @@ def test_an_unlimited_budget_leaves_the_config_unchanged():
     assert budget.left() is None and budget.share(0.5) is config and not budget.exhausted()
 
 
-def test_budget_past_its_wall_clock_backstop_is_spent_and_says_so(monkeypatch):
+def test_a_deterministic_budget_ignores_the_wall_clock_and_remembers_a_fired_backstop(monkeypatch):
     budget = Budget(SolverConfig(time_limit_s=1.0))
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + 1000.0)
-    assert budget.left() == 0.0 and budget.backstop_fired
+    assert budget.left() == pytest.approx(1.0) and not budget.backstop_fired
+    budget.charge_solve(SolveResult(Status.FEASIBLE, work=0.2, limit_reached=True, backstop_fired=True),
+                        SolverConfig(time_limit_s=0.5))
+    assert budget.left() == pytest.approx(0.5) and budget.backstop_fired
 
 
 def test_sequence_is_optimal_only_when_its_certified_bound_meets_the_answer():
