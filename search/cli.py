@@ -98,28 +98,35 @@ def explore_command(
 
 def batch_command(
     study: StudyArg,
-    executor: Annotated[str, typer.Option("--executor", "-e", help="slurm (array job) or local (processes)")] = "local",
-    workers: Annotated[int, typer.Option("--workers", "-k", min=1, help="number of workers (SLURM array tasks)")] = 2,
-    storage: StorageOpt = None,
+    executor: Annotated[str, typer.Option("--executor", "-e", help="slurm (one job array) or local (processes)")] = "local",
+    workers: Annotated[int | None, typer.Option("--workers", "-k", min=1, help="number of workers, SLURM array tasks (default: slurm.workers of the study, else 2)")] = None,
+    storage: Annotated[str | None, typer.Option("--storage", help="database URL every worker reaches, e.g. postgresql://user@host:5432/db, or a journal file on a shared file system (default: slurm.storage of the study for slurm; study.journal in the study directory for local)")] = None,
     n_trials: TrialsOpt = None,
     out: OutOpt = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="wait for the workers, then write the results")] = True,
-    partition: Annotated[str | None, typer.Option("--partition", help="SLURM partition")] = None,
-    time_min: Annotated[int, typer.Option("--time-min", min=1, help="per-worker time limit in minutes")] = 24 * 60,
-    cpus: Annotated[int, typer.Option("--cpus", min=1, help="CPUs per worker")] = 1,
-    mem_gb: Annotated[float | None, typer.Option("--mem-gb", help="memory per worker (SLURM)")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", help="SLURM partition (default: slurm.partition)")] = None,
+    time_min: Annotated[int | None, typer.Option("--time-min", min=1, help="time limit of each worker job in minutes (default: slurm.time_min, 1440)")] = None,
+    cpus: Annotated[int | None, typer.Option("--cpus", min=1, help="CPUs per worker (default: slurm.cpus_per_task, 1)")] = None,
+    mem_gb: Annotated[float | None, typer.Option("--mem-gb", min=0.001, help="memory per worker in GB (default: slurm.mem_gb)")] = None,
+    sbatch: Annotated[list[str] | None, typer.Option("--sbatch", help="one more #SBATCH option, KEY=VALUE or KEY (repeatable), e.g. --sbatch account=lab")] = None,
+    setup: Annotated[list[str] | None, typer.Option("--setup", help="a shell line the job runs before the worker (repeatable), e.g. 'module load python'")] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
     allow_imports: AllowImportsOpt = False,
 ) -> None:
-    """Run a study with K workers sharing one storage: a SLURM array job or local processes (submitit)."""
+    """Run a study with K workers sharing one storage: a SLURM job array or local processes (submitit)."""
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        raise InputError("--executor", executor, "batch runs need submitit: pip install 'solvermap[cluster]'") from None
     from solvermap.search.batch import submit, wait as wait_for, worker_error
     from solvermap.search.report import analyse, write_results
+    from solvermap.search.worker import counts
 
     path = resolve_study(study)
     sdir, handle, jobs = submit(path, executor=executor, workers=workers, storage=storage, n_trials=n_trials, out=out,
-                                timeout_min=time_min, partition=partition, cpus=cpus, mem_gb=mem_gb,
-                                allow_imports=allow_imports)
+                                partition=partition, time_min=time_min, cpus=cpus, mem_gb=mem_gb, sbatch=sbatch,
+                                setup=setup, allow_imports=allow_imports)
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"submitted {len(jobs)} {executor} worker(s): {', '.join(str(j.job_id) for j in jobs)}; "
               f"logs in {sdir.path / 'workers'}", highlight=False)
@@ -131,7 +138,7 @@ def batch_command(
                                          "jobs": [str(j.job_id) for j in jobs]}, indent=2) + "\n")
         _release(jobs)
         return
-    reports = wait_for(handle, jobs, progress=not quiet and not as_json, console=err)
+    reports = wait_for(handle, jobs, executor=executor, progress=not quiet and not as_json, console=err)
     _release(jobs)
     error = worker_error(reports)
     if error is not None:
@@ -139,6 +146,10 @@ def batch_command(
     for r in reports:
         if "error" in r:
             err.print(f"{r['label']} failed: {r['error']}", highlight=False, markup=False)
+    finished = counts(handle.study)["complete"]
+    if finished < handle.n_trials:
+        err.print(f"the workers ended with {finished} of {handle.n_trials} trials finished; "
+                  f"continue with: solvermap batch {study} --out {sdir.path}", highlight=False)
     results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
     write_results(results, sdir.path)
     _finish(sdir, results, as_json, {"workers": reports})

@@ -73,6 +73,9 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         frame = pd.DataFrame(columns=["number", "state", "feasible", "reason", *objectives])
+    for column in objectives:  # no trial has finished yet (all running, waiting or failed)
+        if column not in frame.columns:
+            frame[column] = float("nan")
     return frame.sort_values("number").reset_index(drop=True)
 
 
@@ -80,7 +83,7 @@ def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyRe
     """Front, hypervolume and counts from an Optuna study."""
     frame = trials_frame(study, objectives)
     done = frame[frame["state"] == "complete"]
-    feasible = done[done["feasible"]]
+    feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     counts = {"trials": len(frame), "complete": len(done), "feasible": len(feasible),
               "infeasible": int(len(done) - len(feasible)),
               "running": int((frame["state"] == "running").sum()), "waiting": int((frame["state"] == "waiting").sum()),
@@ -155,7 +158,7 @@ def _front_png(results: StudyResults, i: int, j: int, path: Path) -> str:
 
     a, b = results.objectives[i], results.objectives[j]
     done = results.trials[results.trials["state"] == "complete"]
-    feasible = done[done["feasible"]]
+    feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
     fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
     if i == j:
@@ -206,7 +209,7 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
 
     a, b = results.objectives[i], results.objectives[j]
     done = results.trials[results.trials["state"] == "complete"]
-    feasible = done[done["feasible"]]
+    feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
     fig = go.Figure()
     if i == j:

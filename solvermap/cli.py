@@ -1,6 +1,7 @@
 """``solvermap`` command line (typer).
 
-Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION),
+Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION), ``hpvm-config FILE``
+(evaluate an HPVM tuner configuration file, ``solvermap.hpvm_config_command``),
 ``workloads``, ``targets``, ``decisions``; the design-space commands register themselves from
 ``solvermap.search.cli`` when present. User errors print one line to stderr and exit with 2.
 """
@@ -33,15 +34,18 @@ err_console = Console(stderr=True)
 
 WorkloadOpt = Annotated[str | None, typer.Option("--workload", "-w", help="built-in workload name or graph file")]
 TargetOpt = Annotated[str | None, typer.Option("--target", "-t", help="target preset name or YAML file")]
-SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc (MILP), clarabel|scs|ecos|highs|scip (convex)")]
+SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc|pyomo-highs|pyomo-cbc|pyomo-glpk|pyomo-gurobi|pyomo-cplex|pyomo-xpress (MILP), clarabel|scs|ecos|highs|scip (convex)")]
 TimeOpt = Annotated[float | None, typer.Option("--time-limit", help="seconds per solve")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (default: a new one under runs/)")]
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, export.<file>=path, seed=v")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="exit with status 3 when a decision falls back to a baseline "
                                          "because the solver's answer failed its check (after writing the run directory)")]
+WriteModelOpt = Annotated[str | None, typer.Option(
+    "--write-model", help="write DECISION's MILP model to PATH (.lp or .mps, by suffix) for any other solver; "
+    "the largest one when the decision solves several")]
 
 
 def _prepare(config_file, workload, target, solver, time_limit, sets):
@@ -99,21 +103,30 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
 
 
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
-             strict: bool = False):
+             strict: bool = False, write_model: str | None = None):
+    from solvermap.errors import InputError
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import LOG, RunDirectory, console_logging
 
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
+    export = {key: value for key, value in config.export.model_dump().items() if value is not None}
+    for key in export:
+        if key not in pipeline.exports:
+            raise InputError("--set", f"export.{key}", f"the {spec.family} pipeline does not write {key}")
+    if write_model is not None:
+        pipeline, capture = _capturing_focus(pipeline, upto, write_model)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
     run.write_yaml("config.yaml", config.model_dump())
     run.write_environment()
 
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
-                  progress=LOG.info)
+                  progress=LOG.info, export=export)
     with run.logging(), nullcontext() if quiet else console_logging(err_console), _stdout_for_json_only(as_json):
         result = pipeline.run(ctx, upto=upto)
     if upto is not None:
         payload = result.records[-1].to_json()
+        if write_model is not None:
+            payload["model_file"] = _write_model(write_model, capture, upto, ctx.solver_for(upto).backend)
     else:
         payload = {"workload": built.name, "target": spec.name, "family": spec.family,
                    "decisions": [r.to_json() for r in result.records], "validation": result.validation}
@@ -138,6 +151,45 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
         with run.logging():
             LOG.error(f"error: {message}")
         raise StrictError(message)
+
+
+def _capturing_focus(pipeline, upto: str | None, path: str):
+    """``pipeline`` whose step ``upto`` records the MILP models it solves, and the capture that holds them;
+    a ``path`` that is not ``.lp`` or ``.mps`` fails here, before any solve."""
+    from dataclasses import replace
+
+    from solvermap.formulations.pyomo_backend import model_format
+    from solvermap.formulations.solver import ModelCapture, capturing_models
+
+    model_format(path)
+    capture = ModelCapture()
+
+    def captured(run):
+        def step(ctx):
+            with capturing_models(capture):
+                return run(ctx)
+        return step
+
+    steps = tuple(replace(s, run=captured(s.run)) if s.name == upto else s for s in pipeline.steps)
+    return replace(pipeline, steps=steps), capture
+
+
+def _write_model(path: str, capture, decision: str, backend: str) -> dict[str, Any]:
+    """Write the largest MILP model the decision solved to ``path``; one line when it solved none."""
+    from solvermap.errors import ConfigError
+    from solvermap.formulations.pyomo_backend import write_model
+
+    if capture.proto is None:
+        why = "its model is convex or it needed no solve"
+        if backend == "cpsat":
+            why = ("native CP-SAT and convex models have no LP/MPS form; a decision with a MILP build too uses it "
+                   "on a MILP backend, e.g. --solver highs")
+        raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r}: {why}")
+    size = write_model(capture.proto, path)
+    err_console.print(f"model: {path} ({capture.name}: {size['variables']} variables, {size['constraints']} "
+                      f"constraints, {size['nonzeros']} nonzeros; the largest of {capture.solves} MILP solves of "
+                      f"{decision})", highlight=False, markup=False, soft_wrap=True)
+    return {"path": path, "name": capture.name, **size, "solves": capture.solves}
 
 
 def _write_tables(run, records) -> None:
@@ -210,9 +262,11 @@ def solve_command(
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
     strict: StrictOpt = False,
+    write_model: WriteModelOpt = None,
 ) -> None:
     """Run the pipeline up to DECISION and report that decision's solve, baseline, check and validation."""
-    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet, strict)
+    _execute("solve", decision, config, workload, target, solver, time_limit, set_, as_json, out, quiet, strict,
+             write_model)
 
 
 @app.command("workloads")
@@ -281,7 +335,7 @@ def _register_extensions() -> None:
     """Commands contributed by subpackages (e.g. ``explore``/``batch`` from ``solvermap.search.cli``)."""
     import importlib
 
-    for module in ("solvermap.search.cli",):
+    for module in ("solvermap.search.cli", "solvermap.hpvm_config_command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

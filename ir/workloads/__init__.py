@@ -3,7 +3,7 @@
 A workload module in this package registers builders with :func:`register`; the registry imports
 every module here on first use, so adding a workload needs no edit elsewhere. The same name may exist
 for several families (``lenet`` is a Plasticine app and an ApproxHPVM network); the target's family
-picks the one to build. A user may also pass a file: a graph (``.json``, ``.dot``, ``.graphml``) for any
+picks the one to build. A user may also pass a file: a graph (``.json``, ``.dot``, ``.graphml``, ``.xml``) for any
 family whose mapper accepts graphs, an ONNX model (``.onnx``: :func:`solvermap.ir.onnx_import.import_model`)
 or a layer-shape file (``.yaml``/``.yml``: :mod:`solvermap.ir.layer_shapes`), which every DNN family lowers.
 Model files take the parameters of :data:`MODEL_PARAMS` (``--set workload.weights=random``).
@@ -25,7 +25,7 @@ from typing import Any
 
 from solvermap.errors import InputError, UnknownNameError
 
-GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".onnx")
+GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".xml", ".onnx")
 LAYER_SUFFIXES = (".yaml", ".yml")
 
 # parameters of a model file (.onnx, layer-shape .yaml): default and meaning
@@ -36,6 +36,12 @@ MODEL_PARAMS: dict[str, tuple[Any, str]] = {
     "memory_limit_mb": (None, "cap on the model's tensor bytes (default: half of physical memory)"),
     "par": (2, "Plasticine: parallelisation factor of each layer's MAC actor (1-16)"),
     "dataset": ("digits", "promise-soc: an .npz file with arrays x and y, or digits (sklearn's 8x8 digits)"),
+}
+# parameters a graph file takes (``--set workload.<name>=...``), with their ranges
+GRAPH_PARAMS = {
+    "back_edge": "ATTRIBUTE:VALUE marking back edges in DOT/GraphML files (default loop_carried:true)",
+    "trip_count": "iterations of every loop of a DFG lowered to Plasticine, 1..2^40 (default: the graph's "
+                  "trip_count attribute, else 1024)",
 }
 
 
@@ -144,6 +150,24 @@ def _model_file(name: str, family: str, params: Mapping[str, Any] | None) -> Wor
     return Workload(Path(name).stem, family, merged, model, f"ONNX model {name} (weights: {model.weights})")
 
 
+def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check the ``workload.*`` parameters given with a graph file (:data:`GRAPH_PARAMS`)."""
+    from solvermap.ir.dfg_flat import BackEdgeRule
+
+    out = dict(params or {})
+    for key, value in out.items():
+        if key not in GRAPH_PARAMS:
+            raise InputError("--set", f"workload.{key}",
+                             f"unknown parameter for a graph file; known: {', '.join(sorted(GRAPH_PARAMS))}")
+    if "back_edge" in out:
+        out["back_edge"] = str(BackEdgeRule.parse(out["back_edge"]))
+    if "trip_count" in out:
+        value = out["trip_count"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+            raise InputError("--set", "workload.trip_count", f"must be an integer in [1, 2^40], got {value!r}")
+    return out
+
+
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
     """Build a registered workload, or load a file when ``name`` is a path."""
     if name.lower().endswith((".onnx",) + LAYER_SUFFIXES):
@@ -151,8 +175,9 @@ def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Wo
     if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
         from solvermap.ir.serialize import load
 
-        graph = load(name)
-        return Workload(Path(name).stem, family, dict(params or {}), graph, f"graph file {name}")
+        checked = graph_file_params(params)
+        graph = load(name, back_edge=checked.get("back_edge"))
+        return Workload(Path(name).stem, family, checked, graph, f"graph file {name}")
     entry = info(name, family)
     merged = dict(entry.params)
     for key, value in (params or {}).items():

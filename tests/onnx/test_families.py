@@ -107,17 +107,6 @@ def test_every_family_refuses_a_model_file_parameter_it_does_not_know(files):
         build(str(files[("keras_block", "no", "random")]), "puma", {"batch": 4})
 
 
-def test_plasticine_refuses_a_graph_without_actors_in_one_line(tmp_path):
-    from solvermap.ir.graph import DataflowGraph
-    from solvermap.ir.serialize import save
-
-    graph = DataflowGraph("g")
-    graph.add_node("a", op="add")
-    save(graph, tmp_path / "g.json")
-    with pytest.raises(InputError, match="not a virtual-block dataflow graph"):
-        run(tmp_path / "g.json", "plasticine")
-
-
 def test_exported_trained_network_maps_on_promise_soc_with_its_own_accuracy(tmp_path):
     from .hpvm_export import export
     from solvermap.ir.workloads.approxhpvm_networks import trained_network
