@@ -45,7 +45,8 @@ Bound
     at every iteration, for the LP's duals π (clamped to their valid signs), the Lagrangian bound
     π·rhs + Σ_kinds count · min(0, pricing's proven lower bound) is valid; the best one is kept,
     rounded down. The reported bound is at least :func:`io_floor` (bytes to and from the I/O tiles).
-    :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True`` return a relaxation's value at a real placement's own patterns — never above that placement's part (tested).
+    :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True`` return a relaxation's value at a
+    real placement's own patterns — never above that placement's part (tested).
 """
 
 from __future__ import annotations
