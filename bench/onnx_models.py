@@ -213,8 +213,9 @@ def main() -> int:
         old = pd.read_csv(runs_csv)
         done = set(zip(frame["model"], frame["target"]))
         frame = pd.concat([old[[(m, t) not in done for m, t in zip(old["model"], old["target"])]], frame])
-        if decisions_csv.exists() and len(per_decision):
-            old_d = pd.read_csv(decisions_csv)
+        # the old decisions of the rows not re-run are kept also when the re-run rows have none (all refused)
+        old_d = pd.read_csv(decisions_csv) if decisions_csv.exists() and decisions_csv.stat().st_size > 1 else None
+        if old_d is not None:
             per_decision = pd.concat([old_d[[(m, t) not in done for m, t in zip(old_d["model"], old_d["target"])]], per_decision])
     order = {m: k for k, m in enumerate(MODELS)}
     frame = frame.sort_values(["model", "target"], key=lambda s: s.map(order) if s.name == "model" else s)
