@@ -94,7 +94,7 @@ def test_same_config_gives_the_same_answer(monkeypatch, capsys, tmp_path, toy_ta
     (["map", "-w", "nope", "-t", "TOY"], "unknown workload 'nope' for target family 'toy'"),
     (["map", "-w", "toy_items", "-t", "TOY", "--set", "workload.size=3"], "field 'workload.size': unknown parameter"),
     (["map", "-w", "toy_items", "-t", "TOY", "--solver", "glpk"], "unknown backend 'glpk'"),
-    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "field 'capacity'"),
+    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "--set target.capacity=-2: Input should be"),
     (["solve", "route", "-w", "toy_items", "-t", "TOY"], "decision 'route' is not part of the toy pipeline"),
     (["map", "-w", "toy_items", "-t", "missing.yaml"], "missing.yaml: no such file"),
     (["map", "--bogus"], "No such option: --bogus"),
