@@ -460,13 +460,14 @@ def _short(value: Any) -> str:
 # ============================================================================================ studies
 
 
-def explore(study: str | Path, *, n_trials: int | None = None, storage: str | None = None,
+def explore(study: str | Path | Mapping[str, Any], *, n_trials: int | None = None, storage: str | None = None,
             out: str | Path | None = None, workers: int = 1, timeout: float | None = None,
             allow_imports: bool = False, progress: bool = False, console: Any = None) -> Any:
     """Run (or resume: ``out`` holding the same study) a design-space study and return its
     :class:`~solvermap.search.report.StudyResults` (``.trials``, ``.front``, ``.figure()``, ``.to_dict()``).
 
-    ``study`` is a study YAML file or a shipped study's name (:func:`studies`). ``workers`` > 1 runs that
+    ``study`` is a study YAML file, a shipped study's name (:func:`studies`) or the study itself as a mapping
+    (the YAML's content; a target or workload file in it is taken relative to the current directory). ``workers`` > 1 runs that
     many local worker processes on one storage (``solvermap batch --executor local``; needs the ``cluster``
     extra). ``allow_imports`` lets the study's ``imports:`` run (trusted code only); ``progress`` draws a
     progress bar over the trials on ``console`` (a rich console; default stderr)."""
@@ -475,9 +476,9 @@ def explore(study: str | Path, *, n_trials: int | None = None, storage: str | No
     if workers > 1:
         return batch(study, executor="local", workers=workers, storage=storage, n_trials=n_trials, out=out,
                      allow_imports=allow_imports, progress=progress, console=console)
-    from solvermap.search.explore import explore as run_explore, resolve_study
+    from solvermap.search.explore import explore as run_explore
 
-    path = resolve_study(str(study))
+    path = _study_path(study)
     require_storage(storage)
     _require_study_backends(path)
     sdir, results, report = run_explore(path, storage=storage, n_trials=n_trials, out=out, timeout_s=timeout,
@@ -486,6 +487,29 @@ def explore(study: str | Path, *, n_trials: int | None = None, storage: str | No
                     "worker": {"completed": report.completed, "failed": report.failed}}
     results.errors = list(report.errors)
     return results
+
+
+def _study_path(study: str | Path | Mapping[str, Any]) -> Path:
+    """The file of a study: a path, a shipped study's name, or a mapping written to a file first (relative
+    paths in it made absolute against the current directory, so the study file can live elsewhere)."""
+    import tempfile
+
+    import yaml
+
+    from solvermap.search.explore import resolve_study
+
+    if not isinstance(study, Mapping):
+        return resolve_study(str(study))
+    data = dict(study)
+    target = data.get("target")
+    name = target.get("name") if isinstance(target, Mapping) else target
+    if isinstance(name, str) and name.endswith((".yaml", ".yml")) and not Path(name).is_absolute():
+        absolute = str(Path(name).resolve())
+        data["target"] = {**target, "name": absolute} if isinstance(target, Mapping) else absolute
+    folder = Path(tempfile.mkdtemp(prefix="solvermap-study-"))
+    path = folder / f"{data.get('name', 'study')}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
 
 
 @dataclass
@@ -500,7 +524,7 @@ class Submission:
         return {"study": self.study, "directory": str(self.directory), "jobs": self.jobs}
 
 
-def batch(study: str | Path, *, executor: str = "local", workers: int | None = None, storage: str | None = None,
+def batch(study: str | Path | Mapping[str, Any], *, executor: str = "local", workers: int | None = None, storage: str | None = None,
           n_trials: int | None = None, out: str | Path | None = None, wait: bool = True,
           partition: str | None = None, time_min: int | None = None, cpus: int | None = None,
           mem_gb: float | None = None, sbatch: list[str] | None = None, setup: list[str] | None = None,
@@ -510,11 +534,10 @@ def batch(study: str | Path, *, executor: str = "local", workers: int | None = N
     (:class:`~solvermap.search.report.StudyResults`), else a :class:`Submission`."""
     require_extra("submitit", "cluster", "solvermap batch")
     from solvermap.search.batch import submit, wait as wait_for, worker_error
-    from solvermap.search.explore import resolve_study
     from solvermap.search.report import analyse, write_results
     from solvermap.search.worker import counts
 
-    path = resolve_study(str(study))
+    path = _study_path(study)
     require_storage(storage or _study_slurm_storage(path))
     _require_study_backends(path)
     sdir, handle, jobs = submit(path, executor=executor, workers=workers, storage=storage, n_trials=n_trials, out=out,

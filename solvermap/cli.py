@@ -50,12 +50,12 @@ def stderr_console() -> Console:
 
 
 TIME_LIMIT_HELP = (
-    "budget of each solve, in seconds (default 30). It is spent as deterministic solver work (CP-SAT "
-    "deterministic time; HiGHS/SCIP 1000 branch-and-bound nodes per second of budget), so the same run gives "
-    "the same answer under any load; a wall-clock backstop stops a solve at 4 x the budget + 2 s. A decision may "
-    "run several solves (partition's phases and chunks, the budget's candidates, the knob mappings), sharing "
-    "or each taking the budget; baselines, checks, Monte Carlo tests and simulation are not limited. A "
-    "positive finite number.")
+    "budget of each solve in seconds, a positive finite number (default 30). It is spent as deterministic "
+    "solver work (CP-SAT deterministic time; HiGHS/SCIP 1000 branch-and-bound nodes per second; CBC and convex "
+    "backends: wall seconds), so a run gives the same answer under any load, and a wall-clock backstop stops a "
+    "solve at 4 x the budget + 2 s. A decision may run several solves: partitioning and placement split one "
+    "budget, the ApproxHPVM budget and knob steps give each candidate the whole budget. Baselines, checks, "
+    "Monte Carlo tests and simulation are not limited (the table's total s shows each step's time).")
 
 WorkloadOpt = Annotated[str | None, typer.Option("--workload", "-w", help="built-in workload name or graph file")]
 TargetOpt = Annotated[str | None, typer.Option("--target", "-t", help="target preset name or YAML file")]

@@ -29,7 +29,7 @@ layer           modules                                                     may 
 ``run``         ``solvermap.config``, ``solvermap.runs``                    ``root``, ``facade``, ``run``
 ``mappers``     ``solvermap.mappers.*``                                     every layer above, and ``mappers``
 ``search``      ``solvermap.search.*``                                      ``mappers`` and below, and ``search``
-``studies``     ``solvermap.studies.*``                                     ``search`` and below, and ``studies``
+``studies``     ``solvermap.studies.*``                                     ``search`` and below, ``api``, and ``studies``
 ``api``         ``solvermap.api``                                           ``search`` and below, and ``api``
 ``cli``         ``solvermap.cli``                                           everything
 ==============  ==========================================================  ===========================================
@@ -72,7 +72,7 @@ ALLOWED: dict[str, set[str]] = {
     "run": {"root", "facade", "run"},
     "mappers": BELOW_MAPPERS | {"mappers"},
     "search": BELOW_MAPPERS | {"mappers", "search"},
-    "studies": BELOW_MAPPERS | {"mappers", "search", "studies"},
+    "studies": BELOW_MAPPERS | {"mappers", "search", "api", "studies"},  # study scripts may use the public API
     "api": BELOW_MAPPERS | {"mappers", "search", "api"},
     "cli": BELOW_MAPPERS | {"mappers", "search", "studies", "api", "cli"},
 }
