@@ -136,7 +136,7 @@ def validate_spec(data: Mapping[str, Any], source: str) -> TargetSpec:
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
-    message = err["msg"]
+    message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         message = "unknown field"
     more = len(exc.errors()) - 1

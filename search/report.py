@@ -301,7 +301,8 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
     return _write_html(fig, path)
 
 
-def _history_png(results: StudyResults, path: Path) -> str:
+def history_figure(results: StudyResults) -> Any:
+    """Hypervolume of the first k finished trials against k, its scale in the title."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
@@ -315,7 +316,11 @@ def _history_png(results: StudyResults, path: Path) -> str:
     ax.set_title(hypervolume_label(len(results.objectives)), fontsize=8, wrap=True)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    return fig
+
+
+def _history_png(results: StudyResults, path: Path) -> str:
+    history_figure(results).savefig(path)
     return str(path)
 
 
@@ -382,7 +387,8 @@ def print_summary(results: StudyResults, console: Any, title: str = "Pareto fron
     console.print(f"{c['complete']} finished trials ({c['feasible']} feasible, {c['infeasible']} infeasible), "
                   f"{c['failed']} failed, {c['running']} running, {c['waiting']} queued"
                   + (f", {c['distinct_configs']} distinct configurations" if "distinct_configs" in c else "") + "; "
-                  f"hypervolume {results.hypervolume:.4f}", highlight=False, soft_wrap=True)
+                  f"hypervolume {results.hypervolume:.4f} of at most {REFERENCE ** len(results.objectives):.3g} "
+                  "(objectives scaled to [0, 1])", highlight=False, soft_wrap=True)
     if results.front.empty:
         console.print("no feasible trial yet", highlight=False)
         return

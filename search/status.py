@@ -147,7 +147,7 @@ def print_status(status: StudyStatus, console: Any) -> None:
             table.add_column(col)
         for r in status.running:
             table.add_row(str(r["number"]), str(r["worker"]), f"{r['seconds']:.0f}" if r["seconds"] is not None else "-",
-                          ", ".join(f"{k}={v}" for k, v in r["params"].items())[:80])
+                          ", ".join(f"{k}={v}" for k, v in r["params"].items()))
         console.print(table)
     for f in status.failed[:10]:
         console.print(f"failed trial {f['number']} ({f['worker']}): {f['error']}", highlight=False, markup=False)

@@ -495,6 +495,8 @@ def main() -> None:
                               soft_wrap=True)
             sys.exit(exc.exit_code)
         raise
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":
