@@ -14,8 +14,8 @@ import typer.main
 
 from solvermap import cli
 
-from . import toy_family  # noqa: F401 - registers the "toy" family
-from .test_cli import run_cli
+from tests.foundation import toy_family  # noqa: F401 - registers the "toy" family
+from tests.foundation.test_cli import run_cli
 
 SOLVERMAP = str(Path(sys.executable).with_name("solvermap"))
 

@@ -14,8 +14,8 @@ import solvermap
 from solvermap import api, cli
 from solvermap.errors import InputError, SolvermapError, UnknownNameError
 
-from . import toy_family  # noqa: F401 - registers the "toy" family
-from .test_cli import run_cli
+from tests.foundation import toy_family  # noqa: F401 - registers the "toy" family
+from tests.foundation.test_cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 

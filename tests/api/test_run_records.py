@@ -11,8 +11,8 @@ import solvermap
 from solvermap.errors import InfeasibleError, InputError
 from solvermap.runs import RunDirectory, read_run
 
-from . import toy_family
-from .test_cli import run_cli
+from tests.foundation import toy_family
+from tests.foundation.test_cli import run_cli
 
 
 @pytest.fixture()
@@ -54,14 +54,14 @@ def test_rerun_uses_the_recorded_target_spec_not_the_changed_file(tmp_path, toy_
     assert rerun.result.records[0].workload == "toy_items"
 
 
-def test_the_run_directory_holds_the_resolved_target_and_every_workload_parameter(tmp_path):
-    solvermap.map("dotproduct", "plasticine-rnn", options={"target.dram.channels": 2}, out=tmp_path / "run")
+def test_the_run_directory_holds_the_resolved_target_and_every_workload_parameter(tmp_path, toy_target):
+    child = tmp_path / "child.yaml"
+    child.write_text(f"name: child\nfamily: toy\nextends: {toy_target}\ndescription: a toy variant\n")
+    solvermap.map("toy_items", str(child), options={"target.capacity": 7}, out=tmp_path / "run")
     target = yaml.safe_load((tmp_path / "run" / "target.yaml").read_text())
-    assert target["dram"]["channels"] == 2 and target["pcu"]["stages"] == 4  # override, and plasticine-rnn's own field
-    assert "extends" not in target and target["pcu"]["lanes"] == 16  # inherited from plasticine
+    assert target["name"] == "child" and target["capacity"] == 7 and "extends" not in target
     workload = json.loads((tmp_path / "run" / "workload.json").read_text())
-    assert workload == {"name": "dotproduct", "family": "plasticine", "params": {"par": 4},
-                        "source": {"registry": "dotproduct"}}
+    assert workload == {"name": "toy_items", "family": "toy", "params": {"n": 6}, "source": {"registry": "toy_items"}}
 
 
 def failing_step(monkeypatch):
