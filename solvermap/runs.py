@@ -219,9 +219,11 @@ class ProgressHandler(RichHandler):
     """rich's logging handler, drawing each record as one dim ``· message`` line (no time, level or path
     columns, no markup or highlighting of the message) and wrapped as the console wraps its prints.
 
-    Each message starts a phase; :meth:`status` is the live line of the running phase (its message and
-    elapsed time, once :data:`STATUS_AFTER_S` have passed) and :meth:`beat` prints a plain line for a phase
-    still running after every ``heartbeat_s``. ``clock`` is a monotonic clock in seconds (a test passes its own).
+    Each message starts a phase, and a message ``"<step>: ..."`` whose step differs from the last one's starts
+    a step; :meth:`status` is the live line of the running phase (its message and elapsed time, and the
+    step's elapsed time, once either has run :data:`STATUS_AFTER_S`) and :meth:`beat` prints a plain line for a
+    phase still running after every ``heartbeat_s``. ``clock`` is a monotonic clock in seconds (a test passes
+    its own).
     """
 
     def __init__(self, console: Console, *, clock: Callable[[], float] = time.monotonic,
@@ -233,11 +235,16 @@ class ProgressHandler(RichHandler):
         self.heartbeat_s = heartbeat_s
         self.phase: str | None = None
         self.since = clock()
+        self.step: str | None = None
+        self.step_since = self.since
         self.beats = 0
         self.spinner = Spinner("dots", style="cyan")
 
     def emit(self, record: logging.LogRecord) -> None:
         self.phase, self.since, self.beats = record.getMessage(), self.clock(), 0
+        step = self.phase.partition(":")[0] if ":" in self.phase else None
+        if step != self.step:
+            self.step, self.step_since = step, self.since
         super().emit(record)
 
     def render(self, *, record: logging.LogRecord, traceback: Any, message_renderable: Text) -> Text:
@@ -248,10 +255,15 @@ class ProgressHandler(RichHandler):
         return self.clock() - self.since
 
     def status(self) -> Text | None:
-        """The live status of the running phase, or None while it is younger than :data:`STATUS_AFTER_S`."""
-        if self.phase is None or self.elapsed() < STATUS_AFTER_S:
+        """The live status: the running phase and its elapsed time, and its step's (``· budget step 1 min 27 s``)
+        when the step began earlier; None while both are younger than :data:`STATUS_AFTER_S`."""
+        step_elapsed = self.clock() - self.step_since
+        if self.phase is None or max(self.elapsed(), step_elapsed) < STATUS_AFTER_S:
             return None
-        return Text.assemble((self.phase, ""), ("  " + elapsed_text(self.elapsed()), "bold"))
+        text = Text.assemble((self.phase, ""), ("  " + elapsed_text(self.elapsed()), "bold"))
+        if self.step is not None and self.step_since < self.since:
+            text.append(f"  · {self.step} step {elapsed_text(step_elapsed)}", style="bold")
+        return text
 
     def beat(self) -> None:
         """On a pipe: one line for a phase that has run another ``heartbeat_s`` since its message."""

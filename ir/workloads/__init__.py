@@ -95,7 +95,7 @@ def info(name: str, family: str) -> WorkloadInfo:
 
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
     """Build a registered workload, or load a graph file when ``name`` is a path."""
-    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
+    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).is_file():  # (a directory named dnn1 is no graph)
         from solvermap.ir.serialize import load
 
         graph = load(name)

@@ -147,7 +147,7 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
         config = tuple(sorted(levels.items()))
         key = (config, seed)
         if key not in cache:
-            ctx.say(f"budget: Monte Carlo test of candidate {len(ledger['configurations']) + 1} ({runs} noisy runs)")
+            ctx.say(f"budget: Monte Carlo test {len(cache) + 1} of a candidate ({runs} noisy runs)")
             cache[key] = injection_monte_carlo(net, ctx.target, levels, runs=runs, loss_limit=limit, seed=seed,
                                                pass_rate=ctx.target.pass_rate)
             ledger["configurations"].add(config)

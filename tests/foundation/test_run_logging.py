@@ -75,6 +75,16 @@ def test_the_live_status_shows_the_running_phase_and_its_elapsed_time():
     assert "budget: Monte Carlo test of candidate 3 (100 noisy runs)" in text and "1 min 27 s" in text
 
 
+def test_the_live_status_shows_the_steps_elapsed_time_across_its_phases():
+    clock, out = FakeClock(), io.StringIO()
+    handler = handler_on(out, clock)
+    for message in ("budget: baselines uniform-level", "budget: Monte Carlo test 7 of a candidate (100 noisy runs)"):
+        handler.handle(LOG.makeRecord("solvermap", logging.INFO, __file__, 1, message, (), None))
+        clock.now += 40
+    assert handler.status().plain == ("budget: Monte Carlo test 7 of a candidate (100 noisy runs)  40 s  "
+                                      "· budget step 1 min 20 s")
+
+
 def test_a_phase_younger_than_two_seconds_shows_no_status():
     clock, out = FakeClock(), io.StringIO()
     handler = handler_on(out, clock)
