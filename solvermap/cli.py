@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, redirect_stdout
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -226,7 +226,7 @@ def print_mapping(title: str, mapping: dict, console: Console) -> None:
 # ============================================================================================ commands
 
 
-@app.command("map")
+@app.command("map", short_help="map a workload onto a target: the whole pipeline, simulated")
 def map_command(
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
@@ -237,7 +237,7 @@ def map_command(
          config=config, sets=set_, quiet=quiet, verbose=verbose, strict=strict)
 
 
-@app.command("solve")
+@app.command("solve", short_help="run the pipeline up to one decision and report it")
 def solve_command(
     decision: Annotated[str, typer.Argument(help="decision to stop at (see `solvermap decisions`)")],
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
@@ -252,7 +252,7 @@ def solve_command(
 RERUN_DIFFERS = 4  # exit status of a rerun whose records differ from the original's
 
 
-@app.command("rerun")
+@app.command("rerun", short_help="repeat a map/solve run from its record, compare the records")
 def rerun_command(
     directory: Annotated[str, typer.Argument(help="run directory of a `map` or `solve` run")],
     out: OutOpt = None, as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False,
@@ -284,63 +284,51 @@ def rerun_command(
     raise typer.Exit(RERUN_DIFFERS)
 
 
-@app.command("workloads")
+def print_listing(items: list[dict[str, Any]], as_json: bool, title: str, columns: list[str], row: Any) -> None:
+    """A listing: the API's list as JSON, or a table of ``row(item)`` cells (seed line citations left out)."""
+    if as_json:
+        return print_json(items)
+    grid = table(title, columns)
+    for item in items:
+        grid.add_row(*(without_line_citations(cell) for cell in row(item)))
+    stdout_console().print(grid)
+
+
+@app.command("workloads", short_help="list the built-in workloads")
 def workloads_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
     """List built-in workloads (name, target family, parameters, description)."""
     from solvermap import api
 
-    items = api.workloads()
-    if as_json:
-        return print_json(items)
-    grid = table("workloads", ["name", "family", "params", "description"])
-    for w in items:
-        grid.add_row(w["name"], w["family"], ", ".join(f"{k}={v}" for k, v in w["params"].items()),
-                     without_line_citations(w["description"]))
-    stdout_console().print(grid)
+    print_listing(api.workloads(), as_json, "workloads", ["name", "family", "params", "description"], lambda w: (
+        w["name"], w["family"], ", ".join(f"{k}={v}" for k, v in w["params"].items()), w["description"]))
 
 
-@app.command("targets")
+@app.command("targets", short_help="list the target presets")
 def targets_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
     """List target presets (pass a name, or a YAML file path, to --target)."""
     from solvermap import api
 
-    items = api.targets()
-    if as_json:
-        return print_json(items)
-    grid = table("targets", ["name", "family", "description"])
-    for p in items:
-        grid.add_row(p["name"], p["family"], without_line_citations(p["description"]))
-    stdout_console().print(grid)
+    print_listing(api.targets(), as_json, "targets", ["name", "family", "description"],
+                  lambda p: (p["name"], p["family"], p["description"]))
 
 
-@app.command("decisions")
+@app.command("decisions", short_help="list the decisions: models, options, baselines, checkers")
 def decisions_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
     """List decisions from their descriptors: targets using them, model kind, backends, checker, baselines, options."""
     from solvermap import api
 
-    items = api.decisions()
-    if as_json:
-        return print_json(items)
-    grid = table("decisions", ["decision", "families", "kind", "baselines", "options", "summary"])
-    for r in items:
-        options = [k for k in r["options"].get("properties", {}) if k != "solver"]
-        grid.add_row(r["name"], ", ".join(r["families"]), r["kind"], ", ".join(b["name"] for b in r["baselines"]),
-                     ", ".join(options) or "-", without_line_citations(r["summary"]))
-    stdout_console().print(grid)
+    print_listing(api.decisions(), as_json, "decisions", ["decision", "families", "kind", "baselines", "options",
+                                                          "summary"], lambda r: (
+        r["name"], ", ".join(r["families"]), r["kind"], ", ".join(b["name"] for b in r["baselines"]),
+        ", ".join(k for k in r["options"].get("properties", {}) if k != "solver") or "-", r["summary"]))
 
 
-@app.command("studies")
+@app.command("studies", short_help="list the shipped design-space studies")
 def studies_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
     """List the studies shipped with solvermap (pass a name to `solvermap explore` or `batch`)."""
     from solvermap import api
 
-    items = api.studies()
-    if as_json:
-        return print_json(items)
-    grid = table("studies", ["name", "description"])
-    for s in items:
-        grid.add_row(s["name"], without_line_citations(s["description"]))
-    stdout_console().print(grid)
+    print_listing(api.studies(), as_json, "studies", ["name", "description"], lambda s: (s["name"], s["description"]))
 
 
 # ============================================================================================ studies
@@ -372,7 +360,7 @@ def _finish(results: Any, as_json: bool) -> None:
     err.print(f"study directory: {results.directory}  (resume or extend: --out {results.directory})", highlight=False)
 
 
-@app.command("explore")
+@app.command("explore", short_help="run or resume a design-space study in this process")
 def explore_command(
     study: StudyArg,
     storage: StorageOpt = None,
@@ -397,7 +385,7 @@ def explore_command(
     _finish(results, as_json)
 
 
-@app.command("batch")
+@app.command("batch", short_help="run a study with K workers (SLURM job array or local)")
 def batch_command(
     study: StudyArg,
     executor: Annotated[str, typer.Option("--executor", "-e", help="slurm (one job array) or local (processes)")] = "local",
@@ -422,7 +410,7 @@ def batch_command(
     from solvermap import api
 
     err = stderr_console()
-    with progress(False, verbose, console=err, live=False):  # the submission line and warnings; the bar is live
+    with progress(quiet, verbose, console=err, live=False):  # the submission line and warnings; the bar is live
         results = api.batch(study, executor=executor, workers=workers, storage=storage, n_trials=n_trials, out=out,
                             wait=wait, partition=partition, time_min=time_min, cpus=cpus, mem_gb=mem_gb, sbatch=sbatch,
                             setup=setup, allow_imports=allow_imports, progress=not quiet and not as_json, console=err)
@@ -435,7 +423,7 @@ def batch_command(
     _finish(results, as_json)
 
 
-@app.command("status")
+@app.command("status", short_help="show a study's progress, or a run's state")
 def status_command(
     target: Annotated[str, typer.Argument(help="study directory, a study name with --storage, or a map/solve run directory")],
     storage: StorageOpt = None,
