@@ -120,6 +120,9 @@ def load_workload(name_or_path: str | Path, family: str | None = None, **params:
         if len(found) > 1:
             raise ConfigError(f"workload {name!r} exists for several target families ({', '.join(found)}); "
                               "pass family=...")
+        if not found and not Path(name).is_file():
+            raise UnknownNameError(f"unknown workload {name!r} and no such graph file; solvermap.workloads() lists "
+                                   "the built-in ones")
         family = found[0] if found else "graph"
     return build(name, family, params)
 
