@@ -457,7 +457,22 @@ def status_command(
         print_status(status, stdout_console())
 
 
+def _register_extensions() -> None:
+    """Commands contributed by modules that may be absent (``register(app)`` adds them)."""
+    import importlib
+
+    for module in ("solvermap.hpvm_config_command",):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        mod.register(app)
+
+
 def main() -> None:
+    _register_extensions()
     err_console = stderr_console()
     try:
         code = app(standalone_mode=False)
