@@ -164,10 +164,12 @@ def map(workload: Any = None, target: Any = None, *, solver: str | None = None, 
 
 def solve(decision: str, workload: Any = None, target: Any = None, *, solver: str | None = None,
           time_limit: float | None = None, options: Mapping[str, Any] | None = None, out: str | Path | None = None,
-          config: str | Path | None = None, strict: bool = False) -> DecisionResult:
+          config: str | Path | None = None, strict: bool = False, write_model: str | Path | None = None) -> DecisionResult:
     """Run the pipeline up to ``decision`` (see :func:`decisions`) and return that decision's record:
-    solver result, baselines, check and validation. Arguments as :func:`map`."""
-    return _run("solve", decision, workload, target, solver, time_limit, options, out, config, strict)
+    solver result, baselines, check and validation. Arguments as :func:`map`; ``write_model`` (``.lp`` or
+    ``.mps``) writes the largest MILP model the decision solved there (``result.model_file`` describes it)."""
+    return _run("solve", decision, workload, target, solver, time_limit, options, out, config, strict,
+                None if write_model is None else str(write_model))
 
 
 @dataclass
@@ -176,6 +178,7 @@ class _Prepared:
     spec: Any  # TargetSpec
     pipeline: Any
     workload: Any  # Workload
+    export: dict[str, Any]  # the export.* files the run writes
 
 
 def _prepare(workload: Any, target: Any, solver: str | None, time_limit: float | None,
@@ -205,13 +208,17 @@ def _prepare(workload: Any, target: Any, solver: str | None, time_limit: float |
         raise UnknownNameError(f"decision {upto!r} is not part of the {pipeline.family} pipeline; "
                                f"its decisions are: {', '.join(pipeline.decisions)}")
     pipeline.check_options(run_config.decisions)  # every decisions.<step>.<key>, before anything is written or solved
+    export = {key: value for key, value in run_config.export.model_dump().items() if value is not None}
+    for key in export:
+        if key not in pipeline.exports:
+            raise ConfigError(f"--set export.{key}: the {spec.family} pipeline does not write {key}")
     require_backends(run_config)
     if built is None:
         built = build(run_config.workload.name, spec.family, run_config.workload.params)
     elif built.family not in (spec.family, "graph"):
         raise ConfigError(f"workload {built.name!r} was loaded for the {built.family} family; target {spec.name!r} "
                           f"is {spec.family}")
-    return _Prepared(run_config, spec, pipeline, built)
+    return _Prepared(run_config, spec, pipeline, built, export)
 
 
 def _override_spec(spec: Any, overrides: Mapping[str, Any]) -> Any:
@@ -279,13 +286,58 @@ def require_storage(url: str | None) -> None:
 
 
 def _run(command: str, upto: str | None, workload: Any, target: Any, solver: str | None, time_limit: float | None,
-         options: Mapping[str, Any] | None, out: str | Path | None, config: Any, strict: bool) -> Any:
+         options: Mapping[str, Any] | None, out: str | Path | None, config: Any, strict: bool,
+         write_model: str | None = None) -> Any:
     from solvermap.runs import RunDirectory
 
     prepared = _prepare(workload, target, solver, time_limit, options, config, upto)
+    capture = None
+    if write_model is not None:
+        prepared.pipeline, capture = _capturing_focus(prepared.pipeline, upto, write_model)
     label = f"{upto + '-' if upto else ''}{prepared.workload.name}-{prepared.spec.name}"
     run = RunDirectory.create(out, command, label)
-    return _execute(run, command, upto, prepared, strict)
+    result = _execute(run, command, upto, prepared, strict)
+    if capture is not None:
+        result.model_file = _write_model(write_model, capture, upto, prepared.config.solver.backend)
+    return result
+
+
+def _capturing_focus(pipeline: Any, upto: str | None, path: str) -> tuple[Any, Any]:
+    """``pipeline`` whose step ``upto`` records the MILP models it solves, and the capture that holds them;
+    a ``path`` that is not ``.lp`` or ``.mps`` fails here, before any solve."""
+    from dataclasses import replace
+
+    from solvermap.formulations.pyomo_backend import model_format
+    from solvermap.formulations.solver import ModelCapture, capturing_models
+
+    model_format(path)
+    capture = ModelCapture()
+
+    def captured(run):
+        def step(ctx):
+            with capturing_models(capture):
+                return run(ctx)
+        return step
+
+    steps = tuple(replace(s, run=captured(s.run)) if s.name == upto else s for s in pipeline.steps)
+    return replace(pipeline, steps=steps), capture
+
+
+def _write_model(path: str, capture: Any, decision: str | None, backend: str) -> dict[str, Any]:
+    """Write the largest MILP model the decision solved to ``path``; one line when it solved none."""
+    from solvermap.formulations.pyomo_backend import write_model
+    from solvermap.runs import LOG
+
+    if capture.proto is None:
+        why = "its model is convex or it needed no solve"
+        if backend == "cpsat":
+            why = ("native CP-SAT and convex models have no LP/MPS form; a decision with a MILP build too uses it "
+                   "on a MILP backend, e.g. --solver highs")
+        raise ConfigError(f"--write-model: decision {decision!r} solved no MILP model with backend {backend!r}: {why}")
+    size = write_model(capture.proto, path)
+    LOG.info(f"model: {path} ({capture.name}: {size['variables']} variables, {size['constraints']} constraints, "
+             f"{size['nonzeros']} nonzeros; the largest of {capture.solves} MILP solves of {decision})")
+    return {"path": path, "name": capture.name, **size, "solves": capture.solves}
 
 
 def _execute(run: Any, command: str, upto: str | None, prepared: _Prepared, strict: bool) -> Any:
@@ -300,7 +352,7 @@ def _execute(run: Any, command: str, upto: str | None, prepared: _Prepared, stri
                                          "source": _workload_source(prepared.config.workload.name)})
         run.write_environment()
         ctx = Context(workload=built, target=spec, solver=prepared.config.solver, options=prepared.config.decisions,
-                      seed=prepared.config.seed, progress=LOG.info)
+                      seed=prepared.config.seed, progress=LOG.info, export=prepared.export)
         with run.logging():
             ran = prepared.pipeline.run(ctx, upto=upto)
         if upto is None:
@@ -398,7 +450,7 @@ def rerun(directory: str | Path, *, out: str | Path | None = None) -> Rerun:
     pipeline.check_options(run_config.decisions)
     require_backends(run_config)
     built = build(source.get("file", workload["name"]), spec.family, workload.get("params") or {})
-    prepared = _Prepared(run_config, spec, pipeline, built)
+    prepared = _Prepared(run_config, spec, pipeline, built, export={})  # a rerun leaves the export.* files alone
     upto = state.info.get("decision")
     run = RunDirectory.create(out, "rerun", f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
     command = state.command

@@ -1,6 +1,7 @@
 """``solvermap`` command line (typer): a thin layer over the public API (:mod:`solvermap.api`).
 
 Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION), ``rerun DIR``,
+``hpvm-config FILE`` (evaluate an HPVM tuner configuration file),
 ``explore STUDY``, ``batch STUDY``, ``status DIR``, and the listings ``workloads``, ``targets``,
 ``decisions``, ``studies``. Each command calls one API function and
 prints its result: ``--json`` prints the result's ``to_dict()``, otherwise tables. Every command takes
@@ -52,23 +53,26 @@ def stderr_console() -> Console:
 TIME_LIMIT_HELP = (
     "budget of each solve in seconds, a positive finite number (default 30). It is spent as deterministic "
     "solver work (CP-SAT deterministic time; HiGHS/SCIP 1000 branch-and-bound nodes per second; CBC and convex "
-    "backends: wall seconds), so a run gives the same answer under any load, and a wall-clock backstop stops a "
-    "solve at 4 x the budget + 2 s. A decision may run several solves: partitioning and placement split one "
+    "backends: wall seconds), so a run gives the same answer under any load, and a wall-clock backstop (a safety net "
+    "far above the work) stops a solve at 20 x the budget + 60 s. A decision may run several solves: partitioning and placement split one "
     "budget, the ApproxHPVM budget and knob steps give each candidate the whole budget. Baselines, checks, "
     "Monte Carlo tests and simulation are not limited (the table's total s shows each step's time).")
 
 WorkloadOpt = Annotated[str | None, typer.Option("--workload", "-w", help="built-in workload name or graph file")]
 TargetOpt = Annotated[str | None, typer.Option("--target", "-t", help="target preset name or YAML file")]
-SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc (MILP), clarabel|scs|ecos|highs|scip (convex)")]
+SolverOpt = Annotated[str | None, typer.Option("--solver", "-s", help="backend: cpsat|highs|scip|gurobi|cbc|pyomo-highs|pyomo-cbc|pyomo-glpk|pyomo-gurobi|pyomo-cplex|pyomo-xpress (MILP), clarabel|scs|ecos|highs|scip (convex)")]
 TimeOpt = Annotated[float | None, typer.Option("--time-limit", help=TIME_LIMIT_HELP)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (default: a new one under runs/)")]
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, export.<file>=path, seed=v")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="more progress messages (each baseline, debug detail)")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="exit with status 3 when a decision falls back to a baseline "
                                          "because the solver's answer failed its check (after writing the run directory)")]
+WriteModelOpt = Annotated[str | None, typer.Option(
+    "--write-model", help="write DECISION's MILP model to PATH (.lp or .mps, by suffix) for any other solver; "
+    "the largest one when the decision solves several")]
 
 
 def _version(value: bool) -> None:
@@ -127,7 +131,7 @@ def print_json(data: Any) -> None:
 
 
 def _run(decision: str | None, *, workload, target, solver, time_limit, as_json, out, config, sets, quiet, verbose,
-         strict) -> None:
+         strict, write_model: str | None = None) -> None:
     from solvermap import api
     from solvermap.config import parse_set
     from solvermap.errors import StrictError
@@ -141,7 +145,7 @@ def _run(decision: str | None, *, workload, target, solver, time_limit, as_json,
                                  config=config, strict=strict)
             else:
                 result = api.solve(decision, workload, target, solver=solver, time_limit=time_limit, options=options,
-                                   out=out, config=config, strict=strict)
+                                   out=out, config=config, strict=strict, write_model=write_model)
         except StrictError as exc:
             result, strict_error = exc.result, exc  # type: ignore[attr-defined]
     if as_json:
@@ -242,11 +246,11 @@ def solve_command(
     decision: Annotated[str, typer.Argument(help="decision to stop at (see `solvermap decisions`)")],
     workload: WorkloadOpt = None, target: TargetOpt = None, solver: SolverOpt = None, time_limit: TimeOpt = None,
     as_json: JsonOpt = False, out: OutOpt = None, config: ConfigOpt = None, set_: SetOpt = None, quiet: QuietOpt = False,
-    verbose: VerboseOpt = False, strict: StrictOpt = False,
+    verbose: VerboseOpt = False, strict: StrictOpt = False, write_model: WriteModelOpt = None,
 ) -> None:
     """Run the pipeline up to DECISION and report that decision's solve, baseline, check and validation."""
     _run(decision, workload=workload, target=target, solver=solver, time_limit=time_limit, as_json=as_json, out=out,
-         config=config, sets=set_, quiet=quiet, verbose=verbose, strict=strict)
+         config=config, sets=set_, quiet=quiet, verbose=verbose, strict=strict, write_model=write_model)
 
 
 RERUN_DIFFERS = 4  # exit status of a rerun whose records differ from the original's

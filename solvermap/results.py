@@ -174,6 +174,7 @@ class DecisionResult:
     records: list[DecisionRecord]
     family: str
     run_dir: Path | None = None
+    model_file: dict[str, Any] | None = None  # solve(write_model=...): the file written and the model's size
 
     @property
     def decision(self) -> str:
@@ -201,7 +202,9 @@ class DecisionResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly what ``solvermap solve DECISION --json`` prints (and the run's ``records.json``)."""
-        return to_jsonable(self.record.to_json())
+        if self.model_file is None:
+            return to_jsonable(self.record.to_json())
+        return to_jsonable({**self.record.to_json(), "model_file": self.model_file})
 
     def to_frame(self) -> Any:
         """The ``decisions`` table of the run (pandas): one row per decision that ran, this one last."""

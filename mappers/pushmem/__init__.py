@@ -12,7 +12,8 @@
                                                                     baselines: one-per-tile, first-fit
     wide_fetch       AGG → SRAM → TB shifts: one SRAM access per tile per cycle (D8)
                                                                     baseline: no-shift
-    validate         cycle-level simulation, bit-exact against the NumPy golden model; Table II cost
+    validate         configuration of every unit (configure.py) executed by the cycle simulator, bit-exact
+                     against the NumPy golden model; Table II cost
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from solvermap.formulations.problems import shift_registers as sr_problems
 from solvermap.formulations.problems import wide_fetch as fetch_problems
 from solvermap.hardware.checks import storage as storage_check
 from solvermap.hardware.pushmem.cost import cost, pe_tiles
-from solvermap.hardware.pushmem.simulator import Design, simulate
+from solvermap.hardware.pushmem.simulator import simulate
 from solvermap.ir.loopnest import Program, random_inputs
 from solvermap.mappers.decisions import BANK, MEMTILE, SCHEDULE, SHIFT_REGISTERS, WIDE_FETCH
 from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
 from solvermap.mappers.pushmem.banking_adapter import banking_problem
 from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
+from solvermap.mappers.pushmem.configure import Mapping, configure
 from solvermap.mappers.pushmem.dependences import schedule_problem
 from solvermap.mappers.pushmem.fetch_adapter import wide_fetch_problem
 from solvermap.mappers.pushmem.physical import memtile_problem, minimise_storage, physical_buffers
@@ -125,16 +127,16 @@ def _wide_fetch(ctx: Context):
     return record
 
 
-def design_of(ctx: Context) -> Design:
+def mapping_of(ctx: Context) -> Mapping:
     plan = ctx.state["shift_registers"]
-    return Design(_program(ctx), ctx.state["schedule"], ctx.state["latency"], ctx.state["buffers"], dict(plan.edges),
-                  ctx.state["tap_distances"], ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.state["row_base"],
-                  dict(ctx.state["wide_fetch"].shifts), ctx.target)
+    return Mapping(_program(ctx), ctx.state["schedule"], ctx.state["latency"], ctx.state["buffers"], dict(plan.edges),
+                   ctx.state["tap_distances"], ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.state["row_base"],
+                   dict(ctx.state["wide_fetch"].shifts), ctx.target)
 
 
 def validate(ctx: Context) -> dict[str, Any]:
     program, spec = _program(ctx), ctx.target
-    sim = simulate(design_of(ctx), random_inputs(program, ctx.seed))
+    sim = simulate(configure(mapping_of(ctx)), random_inputs(program, ctx.seed))
     schedule = ctx.state["schedule"]
     physical = ctx.state["physical"]
     plan = ctx.state["shift_registers"]
@@ -153,6 +155,7 @@ def validate(ctx: Context) -> dict[str, Any]:
         "predicted_cycles": schedule.completion,
         "simulated_cycles": sim.cycles,
         "cycles_rel_diff": abs(sim.cycles - schedule.completion) / max(1, schedule.completion),
+        "stall_cycles": sim.stall_cycles,
         "sequential_cycles": ctx.state["sequential_schedule"].completion,
         "sram_words": sram_words,
         "simulated_peak_sram_words": sim.sram_words,
@@ -161,6 +164,7 @@ def validate(ctx: Context) -> dict[str, Any]:
         "port_conflicts": sim.port_conflicts,
         "data_hazards": sim.data_hazards,
         "capacity_violations": sim.capacity_violations,
+        "hazards": {k: v for k, v in sim.hazards.items() if v},
         "storage_check_ok": storage.ok,
         "shift_registers": sr["sr_edges"],
         "sr_stages": sr["sr_stages"],

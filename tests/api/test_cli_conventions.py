@@ -87,7 +87,7 @@ def test_a_time_limit_set_as_an_option_must_be_finite_too(monkeypatch, capsys, t
 def test_the_time_limit_help_states_what_it_limits_and_the_worst_case():
     help_text = typer.main.get_command(cli.app).commands["map"].params
     text = next(p.help for p in help_text if "--time-limit" in p.opts)
-    assert "each solve" in text and "deterministic" in text and "4 x the budget + 2 s" in text
+    assert "each solve" in text and "deterministic" in text and "20 x the budget + 60 s" in text
     assert "several solves" in text and "not limited" in text
 
 
@@ -144,10 +144,10 @@ def test_a_postgresql_storage_without_its_driver_names_the_extra_before_any_dire
 def test_a_missing_gurobi_is_named_before_any_work(monkeypatch, capsys, tmp_path, toy_target):
     import dataclasses
 
-    from solvermap.formulations import solver
+    from solvermap.formulations.solver import availability
     from solvermap.ir.workloads import _REGISTRY
 
-    monkeypatch.setitem(solver._PROBE_CACHE, ("milp", "gurobi"),
+    monkeypatch.setitem(availability._PROBE_CACHE, ("milp", "gurobi"),
                         "backend 'gurobi' needs gurobipy: pip install 'solvermap[gurobi]' (and a Gurobi licence)")
     entry = _REGISTRY[("toy_items", "toy")]
     monkeypatch.setitem(_REGISTRY, ("toy_items", "toy"),
