@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from solvermap.hardware.cpu import toolchain
 from solvermap.hardware.targets import TargetSpec, register_family
 
 
@@ -42,11 +43,31 @@ class CoreModel(BaseModel):
 
 
 class Toolchain(BaseModel):
+    """Compiler (a name from an allow-list, found on PATH) and flags (each from an allow-list): nothing
+    here can make the compiler run another program (issue #22, :mod:`solvermap.hardware.cpu.toolchain`)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cc: str = "gcc"
     flags: list[str] = ["-O3", "-march=native", "-fno-strict-aliasing"]
     required_cpu_flags: list[str] = []  # /proc/cpuinfo flags the generated code needs
+
+    @field_validator("cc")
+    @classmethod
+    def _allowed_compiler(cls, cc: str) -> str:
+        reason = toolchain.check_compiler(cc)
+        if reason:
+            raise ValueError(reason)
+        return cc
+
+    @field_validator("flags")
+    @classmethod
+    def _allowed_flags(cls, flags: list[str]) -> list[str]:
+        for flag in flags:
+            reason = toolchain.check_flag(flag)
+            if reason:
+                raise ValueError(reason)
+        return flags
 
 
 class Tuning(BaseModel):
