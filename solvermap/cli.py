@@ -223,19 +223,23 @@ def workloads_command(as_json: JsonOpt = False) -> None:
 
 @app.command("targets")
 def targets_command(as_json: JsonOpt = False) -> None:
-    """List target presets (pass a name, or a YAML file path, to --target)."""
-    from solvermap.hardware.targets import presets
+    """List target presets (pass a name, or a YAML file path, to --target) and whether this machine runs
+    each natively (code-generating targets: the CPU flags and compiler they need)."""
+    from solvermap.hardware.targets import load_target, presets
 
     items = presets()
+    here = {p.name: load_target(p.path).runs_here() for p in items}
     if as_json:
         sys.stdout.write(json.dumps([{"name": p.name, "family": p.family, "description": p.description,
-                                      "path": str(p.path)} for p in items], indent=2) + "\n")
+                                      "path": str(p.path), "runs_here": here[p.name][0],
+                                      "why_not": here[p.name][1] or None} for p in items], indent=2) + "\n")
         return
     table = Table(title="targets", header_style="bold")
-    for col in ("name", "family", "description"):
+    for col in ("name", "family", "runs here", "description"):
         table.add_column(col)
     for p in items:
-        table.add_row(p.name, p.family, p.description)
+        ok, why = here[p.name]
+        table.add_row(p.name, p.family, "-" if ok is None else ("yes" if ok else f"no: {why}"), p.description)
     out_console.print(table)
 
 

@@ -5,7 +5,11 @@ For every point of the outer loops, each source register is filled from its pack
 is evaluated on the registers by the golden executor (batched: one leading call dimension), and the
 accumulator lanes are added into the packed output. Integer instructions (vpdpbusd, SDOT) wrap like the
 hardware, so the result is bit-exact with the NumPy reference; floating-point ones (Tensor Core) add
-in a different order and are compared with a tolerance by the caller.
+in a different order and are compared with a tolerance by the caller. An instruction that saturates
+partial sums (``vpmaddubsw``: each sum of two products clipped to int16, the descriptor's
+``saturation``) is emulated as the hardware does it: products, sums of ``terms`` consecutive products
+along the reduction loop, clipped to the saturation type, then accumulated — so the emulator shows
+where such an instruction is not exact.
 """
 
 from __future__ import annotations
@@ -43,6 +47,56 @@ def _batched(instruction: InstructionDescriptor, calls: int) -> Program:
     return Program(instruction.name + "@batched", tensors, [batched])
 
 
+def _products(instruction: InstructionDescriptor, calls: int) -> Program:
+    """Every product of the instruction unreduced: ``p[call, <accumulator index>, j] = expr`` with the
+    reduction loop j turned data-parallel."""
+    stmt = instruction.statement
+    reductions = [l.var for l in stmt.loops if l.kind == "reduction"]
+    if len(reductions) != 1:
+        raise ValueError(f"{instruction.name}: saturation needs exactly one reduction loop")
+    vars_ = ("__call",) + stmt.loop_vars
+    j = vars_.index(reductions[0])
+
+    def widen(access: Access) -> Access:
+        coeffs = ((1,) + (0,) * len(stmt.loop_vars),) + tuple((0,) + tuple(r) for r in access.coeffs)
+        return Access(access.tensor, coeffs, (0,) + access.offsets, (1,) + access.divisors, vars_)
+
+    def expr(e):
+        if isinstance(e, Load):
+            return Load(widen(e.access))
+        if isinstance(e, Cast):
+            return Cast(e.dtype, expr(e.arg))
+        if isinstance(e, Call):
+            return Call(e.op, tuple(expr(a) for a in e.args))
+        return e
+
+    write = widen(stmt.write)
+    last = tuple(1 if k == j else 0 for k in range(len(vars_)))
+    write = Access("__p", write.coeffs + (last,), write.offsets + (0,), write.divisors + (1,), vars_)
+    loops = (Loop("__call", 0, calls, "data_parallel"),) + tuple(Loop(l.var, l.lo, l.hi, "data_parallel")
+                                                                 for l in stmt.loops)
+    acc = instruction.program.tensor(instruction.accumulator)
+    tensors = {t.name: Tensor(t.name, (calls,) + t.shape, t.dtype, t.role)
+               for t in instruction.program.tensors.values() if t.name != acc.name}
+    tensors["__p"] = Tensor("__p", (calls,) + acc.shape + (stmt.loop(reductions[0]).extent,), stmt.dtype, "output")
+    return Program(instruction.name + "@products", tensors,
+                   [Statement(stmt.name, loops, write, expr(stmt.expr), stmt.dtype, False)])
+
+
+def execute_instruction(instruction: InstructionDescriptor, registers: dict[str, np.ndarray], calls: int) -> np.ndarray:
+    """The accumulator increment of ``calls`` instructions on batched registers, shape (calls, lanes)."""
+    saturation = instruction.saturation
+    if saturation is None:
+        return evaluate(_batched(instruction, calls), registers)[instruction.accumulator].reshape(calls, -1)
+    products = evaluate(_products(instruction, calls), registers)["__p"].astype(np.int64)
+    extent = products.shape[-1]
+    if extent % saturation.terms:
+        raise ValueError(f"{instruction.name}: reduction extent {extent} is not a multiple of {saturation.terms}")
+    info = np.iinfo(NUMPY_DTYPES[saturation.dtype])
+    groups = products.reshape(products.shape[:-1] + (extent // saturation.terms, saturation.terms)).sum(axis=-1)
+    return np.clip(groups, info.min, info.max).sum(axis=-1).reshape(calls, -1)
+
+
 def emulate(nest: RewrittenNest, packed_inputs: dict[str, np.ndarray], *, chunk: int = 16384) -> np.ndarray:
     """The packed output tensor computed instruction by instruction (see module docstring)."""
     instruction = nest.instruction
@@ -61,9 +115,9 @@ def emulate(nest: RewrittenNest, packed_inputs: dict[str, np.ndarray], *, chunk:
             used = offsets >= 0
             values = np.zeros((calls, len(offsets)), dtype=NUMPY_DTYPES[plan.layout.dtype])
             values[:, used] = flat_inputs[plan.tensor][np.asarray(base)[:, None] + offsets[used][None, :]]
-            reg_shape = instruction.program.tensor(plan.operand).shape
-            registers[plan.operand] = values.reshape((calls,) + reg_shape)
-        result = evaluate(_batched(instruction, calls), registers)[instruction.accumulator].reshape(calls, -1)
+            register = instruction.program.tensor(plan.operand)
+            registers[plan.operand] = values.reshape((calls,) + register.shape).astype(NUMPY_DTYPES[register.dtype])
+        result = execute_instruction(instruction, registers, calls)
         base = acc.base_const + sum(acc.base_stride(v) * points[:, k] for k, v in enumerate(names))
         offsets = np.array(acc.lane_offsets, dtype=np.int64)
         used = offsets >= 0

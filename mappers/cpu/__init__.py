@@ -6,11 +6,13 @@
     tensorize  (decision)   loop mapping f: instruction loops → program loops (formulations/tensorize.py,
                             MILP on any backend), UNIT's greedy innermost mapping as baseline, checked by
                             hardware/checks/tensorize.py; validation = rewrite, tune (UNIT pairs +
-                            Optuna), bit-exact checks, compiled AVX-512 VNNI kernels timed against the
-                            untensorized nest, the naive nest and NumPy (mappers/cpu/execution.py)
+                            Optuna), bit-exact checks, compiled kernels (AVX-512 VNNI, AVX-VNNI, AVX2)
+                            timed against the untensorized nest, the naive nest, NumPy and onnxruntime
+                            (mappers/cpu/execution.py, peers.py)
 
 Options (``--set decisions.tensorize.<key>=v``): ``tuner`` (unit-default | unit | optuna, default optuna),
-``trials`` (Optuna samples, 12), ``unit_pairs`` (8), ``measure`` (time | model), ``rounds``,
+``trials`` (Optuna samples, 12), ``unit_pairs`` (8), ``tiles`` (register tiles measured, 8),
+``tune_untensorized`` (tune the untensorized peer for itself, true), ``measure`` (time | model), ``rounds``,
 ``min_seconds``, ``allow_padding``, ``commutative``, ``reorder`` (tune the dp loop order, true),
 ``execute`` (auto | compile | emulate), ``emulate_max_calls``.
 """
@@ -34,6 +36,7 @@ def _options(ctx: Context) -> ValidationOptions:
     get = lambda key, default: ctx.option("tensorize", key, default)  # noqa: E731
     return ValidationOptions(
         tuner=str(get("tuner", "optuna")), trials=int(get("trials", 12)), unit_pairs=int(get("unit_pairs", 8)),
+        tiles=int(get("tiles", 8)), tune_untensorized=bool(get("tune_untensorized", True)),
         measure=str(get("measure", "time")), rounds=int(get("rounds", timing.rounds)),
         min_seconds=float(get("min_seconds", timing.min_seconds)), min_reps=int(get("min_reps", timing.min_reps)),
         emulate_max_calls=int(get("emulate_max_calls", 20000)), reorder=bool(get("reorder", True)),

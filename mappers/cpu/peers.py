@@ -1,0 +1,165 @@
+"""Peers a user would run for a quantized convolution on a CPU: onnxruntime's two int8 convolutions.
+
+Both run the same uint8 activations (NCHW, batch 1) and int8 weights as the tensorized kernel, on one
+thread (``intra_op_num_threads = inter_op_num_threads = 1``, all graph optimisations on — what a user
+gets by default):
+
+* ``ConvInteger`` — uint8 × int8 → int32, zero points 0: the same output as our kernels, compared
+  bit-exactly with the reference.
+* ``QLinearConv`` — the quantized operator with requantized uint8 output. Scales 1 for activations
+  and weights, output scale ``max|reference| / 127`` and zero point 128, so the output spans the uint8
+  range. "Exact" means every output within one level of the exact int32 accumulator requantized in
+  float64 (round half to even, clipped); the fraction of outputs further off and the largest error in
+  levels say how far it is from that where it is not (issue #26: onnxruntime's AVX2 u8s8 path
+  saturates pair sums in ``vpmaddubsw``; its VNNI paths do not).
+
+Timing is onnxruntime's own profiler: the duration of the convolution node (``kernel``) and of the
+whole ``Run`` (``run``: with the layout transposes onnxruntime inserts around an NHWC kernel), one
+sample per call, so the Python call overhead is not counted (our kernels are timed inside C alike).
+onnxruntime is optional (extra ``solvermap[peers]``): :func:`onnxruntime_unavailable` says why it
+cannot run, and the validation reports that reason instead of a speedup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OPS = ("ConvInteger", "QLinearConv")
+
+
+def onnxruntime_unavailable() -> str | None:
+    """None if onnxruntime can be imported, else why not (with how to install it)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:
+        return f"onnxruntime is not installed ({exc.name or exc}); pip install 'solvermap[peers]'"
+    return None
+
+
+def onnxruntime_version() -> str | None:
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return onnxruntime.__version__
+
+
+def requantize(reference: np.ndarray, y_scale: float, zero_point: int = 128) -> np.ndarray:
+    """The exact int32 accumulators as QLinearConv's uint8 output (scales 1 for inputs)."""
+    return np.clip(np.rint(reference.astype(np.float64) / y_scale) + zero_point, 0, 255)
+
+
+def output_scale(reference: np.ndarray) -> float:
+    return max(1.0, float(np.abs(reference).max()) / 127.0)
+
+
+@dataclass
+class PeerResult:
+    """One peer's exactness on the test data and its per-call times (seconds) per round."""
+
+    name: str
+    exact: bool
+    wrong_fraction: float
+    max_error: float
+    kernel_rounds: list[float] = field(default_factory=list)
+    run_rounds: list[float] = field(default_factory=list)
+
+    @property
+    def kernel_seconds(self) -> float:
+        return statistics.median(self.kernel_rounds)
+
+    @property
+    def run_seconds(self) -> float:
+        return statistics.median(self.run_rounds)
+
+
+class OnnxRuntimeConv:
+    """One single-node onnxruntime session (see module docstring); ``calls`` counts runs for the profiler."""
+
+    def __init__(self, op: str, data_shape: tuple[int, ...], weight: np.ndarray, stride: int, y_scale: float = 1.0):
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+
+        if op not in OPS:
+            raise ValueError(f"unknown onnxruntime peer {op!r}; known: {', '.join(OPS)}")
+        self.op = op
+        w = numpy_helper.from_array(np.ascontiguousarray(weight), "w")
+        u8_zero = numpy_helper.from_array(np.array(0, np.uint8), "x_zero")
+        s8_zero = numpy_helper.from_array(np.array(0, np.int8), "w_zero")
+        if op == "ConvInteger":
+            node = helper.make_node("ConvInteger", ["x", "w", "x_zero", "w_zero"], ["y"], strides=[stride, stride])
+            inits, out_type = [w, u8_zero, s8_zero], TensorProto.INT32
+        else:
+            scales = [numpy_helper.from_array(np.array(v, np.float32), n)
+                      for n, v in (("x_scale", 1.0), ("w_scale", 1.0), ("y_scale", y_scale))]
+            y_zero = numpy_helper.from_array(np.array(128, np.uint8), "y_zero")
+            node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale",
+                                                    "y_zero"], ["y"], strides=[stride, stride])
+            inits, out_type = [w, u8_zero, s8_zero, y_zero, *scales], TensorProto.UINT8
+        K, _, R, _ = weight.shape
+        out_shape = (1, K) + tuple((n - R) // stride + 1 for n in data_shape[1:])
+        graph = helper.make_graph([node], op, [helper.make_tensor_value_info("x", TensorProto.UINT8, (1, *data_shape))],
+                                  [helper.make_tensor_value_info("y", out_type, out_shape)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        options.enable_profiling = True
+        self._profile_dir = tempfile.mkdtemp(prefix="solvermap-ort-")
+        options.profile_file_prefix = os.path.join(self._profile_dir, "profile")
+        self.session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        self.rounds: list[int] = []  # calls per timed round, in order
+
+    def run(self, data: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {"x": data[None]})[0][0]
+
+    def timed_round(self, data: np.ndarray, min_seconds: float, min_reps: int) -> None:
+        """Run until ``min_seconds`` of wall time and ``min_reps`` calls; the profiler records each call."""
+        import time
+
+        feed = {"x": np.ascontiguousarray(data[None])}
+        start, calls = time.perf_counter(), 0
+        while calls < min_reps or time.perf_counter() - start < min_seconds:
+            self.session.run(None, feed)
+            calls += 1
+        self.rounds.append(calls)
+
+    def profile(self, warmup_calls: int) -> tuple[list[float], list[float]]:
+        """Per timed round, the median kernel and run seconds (ends this session's profiling)."""
+        path = self.session.end_profiling()
+        try:
+            events = json.loads(open(path).read())
+        finally:
+            os.unlink(path)
+            os.rmdir(self._profile_dir)
+        runs = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
+        node_events = [e for e in events if e.get("cat") == "Node" and e.get("args", {}).get("op_name") == self.op]
+        # several nodes of the op per run cannot occur in a one-node model; per run, one kernel event
+        kernels = [e["dur"] * 1e-6 for e in node_events if e["name"].endswith("_kernel_time")]
+        runs, kernels = runs[warmup_calls:], kernels[warmup_calls:]
+        kernel_rounds, run_rounds, k = [], [], 0
+        for calls in self.rounds:
+            kernel_rounds.append(statistics.median(kernels[k:k + calls]))
+            run_rounds.append(statistics.median(runs[k:k + calls]))
+            k += calls
+        return kernel_rounds, run_rounds
+
+
+def check_output(op: str, output: np.ndarray, reference: np.ndarray, y_scale: float) -> tuple[bool, float, float]:
+    """(exact, fraction of outputs wrong, largest error) of a peer's output (see module docstring)."""
+    if op == "ConvInteger":
+        diff = np.abs(output.astype(np.int64) - reference.astype(np.int64))
+        return bool(not diff.any()), float((diff > 0).mean()), float(diff.max())
+    diff = np.abs(output.astype(np.float64) - requantize(reference, y_scale))
+    return bool((diff <= 1).all()), float((diff > 1).mean()), float(diff.max())
