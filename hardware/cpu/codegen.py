@@ -431,3 +431,36 @@ def translation_unit(kernels: list[str], *, parallel: bool = False) -> str:
     """One C file: the header, the kernels, and with ``parallel`` an ``sm_set_threads(n)`` entry point."""
     omp = "#include <omp.h>\nvoid sm_set_threads(int n) { omp_set_num_threads(n); }\n" if parallel else ""
     return HEADER + omp + "\n".join(kernels)
+
+
+def peak_kernel(instruction, name: str, chains: int) -> str:
+    """A throughput microkernel of one instruction: ``chains`` independent accumulators (distinct
+    initial values, so no two chains can be merged), each updated once per iteration;
+    ``double name(long iters)`` returns the seconds ``iters`` iterations took. Its MACs per second
+    are the instruction's peak on this core (no loads, no stores); ``chains`` must cover the
+    instruction's latency × throughput. A fused multiply-accumulate (``vpdpbusd``: the accumulator
+    is the destination) takes constant sources; a sequence whose product does not involve the
+    accumulator (``vpmaddwd`` then ``vpaddd``) takes the accumulator itself as its first source, so
+    the compiler cannot hoist the product out of the loop."""
+    x86 = instruction.x86
+    if x86 is None:
+        raise InputError(instruction.name, "instruction", "no x86 form: no peak to measure")
+    vt, px = x86.vector_type, x86.prefix
+    order = instruction.sources
+    lines = [f"double {name}(long iters) {{", "  volatile int seed = 3;", "  double t0 = sm_now();"]
+    lines += [f"  {decl}" for decl in x86.setup]
+    lines += [f"  const {vt} s{k} = {px}_set1_epi32(seed * {k + 1} + 0x01010101);" for k in range(2)]
+    lines += [f"  {vt} acc{k} = {px}_set1_epi32(seed + {k});" for k in range(chains)]
+    lines.append("  for (long i = 0; i < iters; i++) {")
+    for k in range(chains):
+        fused = "{" not in x86.call
+        regs = {o: (f"s{j % 2}" if fused else (f"acc{k}" if j == 0 else "s1")) for j, o in enumerate(order)}
+        lines.append(f"    acc{k} = {x86.expression(f'acc{k}', regs, order)};")
+    lines.append("  }")
+    # the results go to memory (extracting them into integers makes gcc 12 shuffle the accumulators
+    # through other registers in every iteration); the clock is read after they exist
+    lines.append(f"  {vt} out[{chains}] __attribute__((aligned(64)));")
+    lines += [f"  {px}_store_si{x86.register_bits}((void*)&out[{k}], acc{k});" for k in range(chains)]
+    lines.append('  __asm__ volatile("" :: "r"(out) : "memory");')
+    lines.append("  return sm_now() - t0;\n}")
+    return "\n".join(lines)

@@ -154,21 +154,49 @@ class Bench:
         return statistics.median(times), out
 
 
-def _tune(bench: Bench, problem: TensorizeProblem, nest: RewrittenNest, target: CpuTarget, options: ValidationOptions,
-          ref: np.ndarray, generate, what: str):
-    """Tune one kernel family (tensorized or untensorized) by timing it (or by the latency model)."""
+def tune_kernel(bench: Bench, problem: TensorizeProblem, nest: RewrittenNest, target: CpuTarget, options: ValidationOptions,
+                ref: np.ndarray, generate, what: str):
+    """Tune one kernel family (tensorized or untensorized) by timing it (or by the latency model); the
+    candidates known up front are compiled together, in one library."""
+    prepared: dict[Schedule, tuple[Any, str]] = {}
+
+    def prepare(schedules: list[Schedule]) -> None:
+        if options.measure == "model" or not schedules:
+            return
+        names = [f"k_cand{k}" for k in range(len(schedules))]
+        lib = bench.library([generate(nest, s, n, parallel=bench.parallel) for s, n in zip(schedules, names)])
+        prepared.update({s: (lib, n) for s, n in zip(schedules, names)})
 
     def measure(schedule: Schedule) -> float:
         if options.measure == "model":
             return estimate(nest, schedule, target.core).seconds
-        lib = bench.library([generate(nest, schedule, "k_tuned", parallel=bench.parallel)])
-        seconds, out = bench.run(lib, "k_tuned", packed=True, min_seconds=options.min_seconds, min_reps=options.min_reps)
+        if schedule in prepared:
+            lib, name = prepared[schedule]
+        else:
+            lib, name = bench.library([generate(nest, schedule, "k_tuned", parallel=bench.parallel)]), "k_tuned"
+        seconds, out = bench.run(lib, name, packed=True, min_seconds=options.min_seconds, min_reps=options.min_reps)
         if not np.array_equal(out, ref):
             raise InputError(problem.workload, "schedule", f"{what} kernel {schedule} is not bit-exact (generator bug)")
         return seconds
 
     return tune(nest, target, measure, tuner=options.tuner, trials=options.trials, pairs=options.unit_pairs,
-                seed=options.seed, reorder=options.reorder, tiles=options.tiles)
+                seed=options.seed, reorder=options.reorder, tiles=options.tiles, prepare=prepare)
+
+
+def measure_peak(instruction: InstructionDescriptor, target: CpuTarget, *, repeats: int = 30,
+                 iterations: int = 200_000) -> dict[str, float]:
+    """The instruction's throughput on this core (``codegen.peak_kernel``, best of ``repeats`` short
+    runs, so a run the scheduler interrupted does not count): MACs and instructions per second."""
+    toolchain.require_cpu(target.toolchain.required_cpu_flags, target.name)
+    chains = max(4, min(24, target.core.vector_registers - 4))
+    lib = toolchain.compile_library(codegen.translation_unit([codegen.peak_kernel(instruction, "sm_peak", chains)]),
+                                    cc=target.toolchain.cc, flags=list(target.toolchain.flags) + EXTRA_FLAGS,
+                                    name="peak")
+    run = lib.function("sm_peak")
+    run.restype = ctypes.c_double
+    seconds = min(run(ctypes.c_long(iterations)) for _ in range(repeats))
+    instructions = chains * iterations / seconds
+    return {"gmacs": instruction.macs * instructions / 1e9, "ginstructions": instructions / 1e9, "chains": chains}
 
 
 def _disassembly_checks(lib, instruction: InstructionDescriptor, compare: bool) -> dict[str, Any]:
@@ -246,12 +274,12 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
                         "tuning": result.summary(), "schedule": result.best.to_json()})
         return metrics
     bench = Bench(nest, target, inputs)
-    result = _tune(bench, problem, nest, target, options, ref, codegen.tensorized_kernel, "tuned")
+    result = tune_kernel(bench, problem, nest, target, options, ref, codegen.tensorized_kernel, "tuned")
     best, default = result.best, result.default
     untensorized = best
     untensorized_tuning = None
     if options.compare and options.tune_untensorized:
-        untensorized_tuning = _tune(bench, problem, nest, target, options, ref, codegen.untensorized_kernel,
+        untensorized_tuning = tune_kernel(bench, problem, nest, target, options, ref, codegen.untensorized_kernel,
                                     "untensorized")
         untensorized = untensorized_tuning.best
     kernels = [codegen.tensorized_kernel(nest, best, "k_tensorized", parallel=bench.parallel),

@@ -163,3 +163,77 @@ def check_output(op: str, output: np.ndarray, reference: np.ndarray, y_scale: fl
         return bool(not diff.any()), float((diff > 0).mean()), float(diff.max())
     diff = np.abs(output.astype(np.float64) - requantize(reference, y_scale))
     return bool((diff <= 1).all()), float((diff > 1).mean()), float(diff.max())
+
+
+# ------------------------------------------------------------------ TVM
+
+TVM_TUNING_REASON = (
+    "TVM 0.27 ships no x86 int8 convolution schedule (topi.x86 went with Relay) and its MetaSchedule "
+    "tuner produced no schedule on this install (apache-tvm-ffi 0.1.15: segfault in ToJSONGraph; 0.1.14: "
+    "the local builder hangs), so TVM runs its default Relax build, untuned")
+
+
+def tvm_unavailable() -> str | None:
+    """None if TVM (Relax) can be imported, else why not."""
+    os.environ.setdefault("TVM_NUM_THREADS", "1")  # before the runtime starts its thread pool
+    try:
+        import tvm
+        from tvm import relax  # noqa: F401
+    except ImportError as exc:
+        return f"apache-tvm is not installed ({exc.name or exc}); pip install 'solvermap[tvm]'"
+    except Exception as exc:  # noqa: BLE001 - a broken binary install is a reason, not a crash
+        return f"apache-tvm does not load here: {type(exc).__name__}: {exc}"
+    return None
+
+
+def tvm_version() -> str | None:
+    if tvm_unavailable():
+        return None
+    import tvm
+
+    return tvm.__version__
+
+
+class TvmConv:
+    """The convolution as TVM users build it: a Relax function (casts to int32, ``conv2d`` with int32
+    output) compiled by ``tvm.compile`` for this CPU (``llvm``, the host's ``mcpu``), one thread,
+    timed by TVM's own ``time_evaluator`` (in C++, per call)."""
+
+    def __init__(self, data_shape: tuple[int, ...], weight: np.ndarray, stride: int):
+        import tvm
+        from tvm import relax
+
+        tensor_type = getattr(relax, "TensorStructInfo", None) or relax.TensorType
+        builder = relax.BlockBuilder()
+        x = relax.Var("x", tensor_type((1, *data_shape), "uint8"))
+        w = relax.Var("w", tensor_type(tuple(weight.shape), "int8"))
+        with builder.function("main", [x, w]):
+            with builder.dataflow():
+                xi = builder.emit(relax.op.astype(x, "int32"))
+                wi = builder.emit(relax.op.astype(w, "int32"))
+                y = builder.emit(relax.op.nn.conv2d(xi, wi, strides=(stride, stride), out_dtype="int32"))
+                out = builder.emit_output(y)
+            builder.emit_func_output(out)
+        self.target = tvm.target.Target.from_device(tvm.cpu())
+        executable = tvm.compile(builder.get(), target=self.target)
+        self.device = tvm.cpu()
+        self.vm = relax.VirtualMachine(executable, self.device)
+        self.weight = tvm.runtime.tensor(np.ascontiguousarray(weight), self.device)
+        self.rounds: list[float] = []
+
+    def run(self, data: np.ndarray) -> np.ndarray:
+        import tvm
+
+        return self.vm["main"](tvm.runtime.tensor(np.ascontiguousarray(data[None]), self.device), self.weight).numpy()[0]
+
+    def timed_round(self, data: np.ndarray, min_seconds: float, min_reps: int) -> None:
+        import tvm
+
+        x = tvm.runtime.tensor(np.ascontiguousarray(data[None]), self.device)
+        evaluator = self.vm.time_evaluator("main", self.device, number=1, repeat=max(1, min_reps),
+                                           min_repeat_ms=0)
+        result = evaluator(x, self.weight)
+        samples = list(result.results)
+        while sum(samples) < min_seconds:
+            samples += list(evaluator(x, self.weight).results)
+        self.rounds.append(statistics.median(samples))

@@ -160,7 +160,9 @@ def _with_reduction_block(nest: RewrittenNest, schedule: Schedule, core) -> Sche
 
 def tune(nest: RewrittenNest, target: CpuTarget, measure: Callable[[Schedule], float], *, tuner: str = "optuna",
          trials: int = 12, pairs: int = 8, seed: int = 0, prefilter: float = 2.0, reorder: bool = True,
-         tiles: int = 0) -> TuningResult:
+         tiles: int = 0, prepare: Callable[[list[Schedule]], None] | None = None) -> TuningResult:
+    """Tune the schedule; ``prepare(schedules)``, if given, is told the candidates known before any is
+    measured (UNIT's pairs and the register tiles), so a caller can compile them together."""
     if tuner not in ("unit-default", "unit", "optuna"):
         raise ValueError(f"unknown tuner {tuner!r}; choose unit-default, unit or optuna")
     core = target.core
@@ -176,15 +178,18 @@ def tune(nest: RewrittenNest, target: CpuTarget, measure: Callable[[Schedule], f
 
     tuning = target.tuning
     default = unit_schedule(nest, tuning.parallel_limit, tuning.unroll_limit)
+    pair_list = unit_pairs(tuning.parallel_limits, tuning.unroll_limits)[1:pairs] if tuner != "unit-default" else []
+    tile_list = register_tiles(nest, core, tiles) if tuner != "unit-default" else []
+    if prepare is not None:
+        prepare(list(dict.fromkeys([default] + [unit_schedule(nest, p, u) for p, u in pair_list] + tile_list)))
     default_seconds = run(default, "unit-default", {"parallel_limit": tuning.parallel_limit,
                                                     "unroll_limit": tuning.unroll_limit})
     space = schedule_space(nest, reorder=reorder)
     best_predicted = min(estimate(nest, s, core).seconds for s in space) if space else 0.0
-    if tuner in ("unit", "optuna"):
-        for p, u in unit_pairs(tuning.parallel_limits, tuning.unroll_limits)[1:pairs]:
-            run(unit_schedule(nest, p, u), "unit-pair", {"parallel_limit": p, "unroll_limit": u})
-        for schedule in register_tiles(nest, core, tiles):
-            run(schedule, "register-tile", schedule.to_json())
+    for p, u in pair_list:
+        run(unit_schedule(nest, p, u), "unit-pair", {"parallel_limit": p, "unroll_limit": u})
+    for schedule in tile_list:
+        run(schedule, "register-tile", schedule.to_json())
     if tuner == "optuna" and trials > 0:
         import optuna
 
