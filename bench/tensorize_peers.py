@@ -7,15 +7,19 @@ and without reduction blocks, Optuna) and compiled. Then, in interleaved rounds,
 
 * each target's tuned kernel (``ours:<target>``; the 7-bit mode is timed on 7-bit activations, its
   only exact domain);
-* the untensorized nest, tuned for itself by the same tuner and compiled with the first target's
-  flags, so gcc vectorises it as well as it can (``untensorized``);
+* the untensorized convolution tuned for itself, compiled with the first target's flags: the faster
+  of the rewritten nest with the instruction as scalar C (tuned by the same tuner) and the
+  channels-last dot product over contiguous channels (tuned over its unroll and loop order), which
+  gcc vectorises on its own — with AVX-512 VNNI flags it emits ``vpdpbusd`` itself
+  (``untensorized``);
 * onnxruntime's ``ConvInteger`` and ``QLinearConv`` (profiler node times, 1 thread);
 * TVM's Relax build of the convolution (untuned: see ``peers.TVM_TUNING_REASON``), where TVM loads;
 * NumPy (im2col + float64 BLAS, 1 thread).
 
 Every kernel's output on the same full-range data (activations 0..255, weights -128..127) is compared
 with the exact int32 reference (QLinearConv: within one output level of the exact requantization).
-Reported per layer and kernel: median time over rounds of per-round medians, GMAC/s (useful MACs),
+Reported per layer and kernel: the median over rounds of the per-round fastest call (on a shared
+machine an interrupted call measures the load, not the kernel), GMAC/s (useful MACs),
 % of this CPU's int8 peak (the fastest instruction it has, measured by ``execution.measure_peak``)
 and % of the kernel's own instruction peak, exactness, and the latency model's bound for our
 kernels (there is no hardware performance counter in this VM, so this and the instruction peak are
@@ -63,6 +67,7 @@ from solvermap.mappers.cpu.execution import (  # noqa: E402
     input_ranges,
     measure_peak,
     reference,
+    tune_channels_last,
     tune_kernel,
 )
 from solvermap.mappers.cpu.inspector import inspect  # noqa: E402
@@ -109,10 +114,20 @@ class OurKernel:
         self.lib = self.bench.library([codegen.tensorized_kernel(self.nest, self.tuning.best, "k_ours")])
 
     def untensorized(self):
-        """The untensorized nest of this mapping, tuned for itself; (library, tuning)."""
+        """The untensorized convolution tuned for itself, in the faster of its two forms: the rewritten
+        nest with the instruction as scalar C, or the channels-last dot product gcc vectorises.
+        Returns (run(inputs, min_seconds, min_reps) -> (seconds, output), form, schedule, candidates)."""
         tuning = tune_kernel(self.bench, self.problem, self.nest, self.target, self.options, self.ref,
                              codegen.untensorized_kernel, "untensorized")
-        return self.bench.library([codegen.untensorized_kernel(self.nest, tuning.best, "k_untensorized")]), tuning
+        channels_last = tune_channels_last(self.bench, self.problem.program, self.inputs, self.ref, self.options)
+        if channels_last is not None and min(t["measured_s"] for t in channels_last.tuning) < tuning.best_seconds:
+            return (lambda inputs, s, r: channels_last.run(inputs, min_seconds=s, min_reps=r),
+                    "channels-last dot product", channels_last.params, tuning.measured + len(channels_last.tuning))
+        lib = self.bench.library([codegen.untensorized_kernel(self.nest, tuning.best, "k_untensorized")])
+        return (lambda inputs, s, r: self.bench.run(lib, "k_untensorized", packed=True, min_seconds=s, min_reps=r,
+                                                    inputs=inputs),
+                "rewritten nest, scalar lanes", tuning.best.to_json(),
+                tuning.measured + (len(channels_last.tuning) if channels_last else 0))
 
 
 def run_layer(name: str, targets: list[str], peaks: dict, cpu_peak: float, args) -> list[dict]:
@@ -125,7 +140,7 @@ def run_layer(name: str, targets: list[str], peaks: dict, cpu_peak: float, args)
     start = time.perf_counter()
     ours = {t: OurKernel(t, program, args) for t in targets}
     first = ours[targets[0]]
-    untensorized_lib, untensorized_tuning = first.untensorized()
+    untensorized_run, untensorized_form, untensorized_schedule, untensorized_measured = first.untensorized()
     # (kernel, timing function, output on full-range data, extra row fields)
     entries: list[tuple[str, object, np.ndarray | None, dict]] = []
     for t, k in ours.items():
@@ -141,12 +156,10 @@ def run_layer(name: str, targets: list[str], peaks: dict, cpu_peak: float, args)
         label = f"ours:{t}" + (" (7-bit activations)" if k.ranges else "")
         entries.append((label, (lambda k=k: k.bench.run(k.lib, "k_ours", packed=True, min_seconds=args.min_seconds,
                                                         min_reps=args.min_reps)[0]), out, extra))
-    _, out = first.bench.run(untensorized_lib, "k_untensorized", packed=True, min_seconds=0.0, min_reps=1, inputs=full)
-    entries.append(("untensorized", lambda: first.bench.run(untensorized_lib, "k_untensorized", packed=True,
-                                                            min_seconds=args.min_seconds, min_reps=args.min_reps)[0],
-                    out, {"isa": f"gcc auto-vectorised ({targets[0]} flags)",
-                          "schedule": json.dumps(untensorized_tuning.best.to_json()),
-                          "schedules_measured": untensorized_tuning.measured}))
+    _, out = untensorized_run(full, 0.0, 1)
+    entries.append(("untensorized", lambda: untensorized_run(first.inputs, args.min_seconds, args.min_reps)[0], out,
+                    {"isa": f"gcc -O3 auto-vectorised ({targets[0]} flags): {untensorized_form}",
+                     "schedule": json.dumps(untensorized_schedule), "schedules_measured": untensorized_measured}))
     ort = {}
     if not peers.onnxruntime_unavailable():
         y_scale = peers.output_scale(full_ref)
@@ -177,7 +190,7 @@ def run_layer(name: str, targets: list[str], peaks: dict, cpu_peak: float, args)
                 reference(program, full)
                 samples.append(time.perf_counter() - s)
                 reps += 1
-        rounds["numpy"].append(statistics.median(samples))
+        rounds["numpy"].append(min(samples))
     base = {"layer": name, **{k: conv[k] for k in ("C", "K", "IHW", "R", "stride", "OHW")}, "macs": macs,
             "load_before": load_before, "cpu_model": toolchain.cpu_model(),
             "cpu_isa": " ".join(f for f in ISA_FLAGS if f in toolchain.cpu_flags())}
@@ -253,7 +266,7 @@ def summarise(df: pd.DataFrame, targets: list[str], peaks: dict, args) -> dict:
                      "tvm": peers.tvm_version() if args.tvm else None},
         "tvm_note": peers.TVM_TUNING_REASON if args.tvm and not peers.tvm_unavailable() else peers.tvm_unavailable(),
         "timing": {"rounds": args.rounds, "min_seconds": args.min_seconds, "threads": 1,
-                   "statistic": "median over interleaved rounds of per-round medians",
+                   "statistic": "median over interleaved rounds of the per-round fastest call",
                    "load_average_range": [float(df[["load_before", "load_after"]].min().min()),
                                           float(df[["load_before", "load_after"]].max().max())]},
         "command": "nice .venv/bin/python bench/tensorize_peers.py " + " ".join(sys.argv[1:]),

@@ -464,3 +464,50 @@ def peak_kernel(instruction, name: str, chains: int) -> str:
     lines.append('  __asm__ volatile("" :: "r"(out) : "memory");')
     lines.append("  return sm_now() - t0;\n}")
     return "\n".join(lines)
+
+
+def channels_last_kernel(program: Program, name: str, unroll: int, spatial_outer: bool = False) -> str:
+    """A 2-D convolution written for the compiler's vectoriser, without any intrinsic: activations
+    ``H W C`` and weights ``K R S C`` (channels last, packed once like the tensorized operands), and
+    per output a dot product over the contiguous channels — the idiom gcc turns into ``vpdpbusd`` /
+    ``vpmaddwd`` on its own where the flags allow. ``unroll`` output channels share each activation
+    load (one sum each); ``spatial_outer`` puts the output pixels outside the channel blocks."""
+    conv = program.attrs.get("conv2d")
+    if conv is None:
+        raise InputError(program.source, "workload", "the channels-last kernel is written for 2-D convolutions")
+    C, K, R, stride, W, O = conv["C"], conv["K"], conv["R"], conv["stride"], conv["IHW"], conv["OHW"]
+    if K % unroll:
+        raise InputError(program.source, "unroll", f"{unroll} does not divide K = {K}")
+    data_t, weight_t = (C_TYPES[program.tensor(n).dtype] for n in ("data", "weight"))
+    sig, _ = _signature(program, name)
+    block = R * R * C
+    loops = (["for (long y = 0; y < {O}L; y++)", "for (long x = 0; x < {O}L; x++)",
+              "for (long k0 = 0; k0 < {K}L; k0 += {U}L)"] if spatial_outer else
+             ["for (long k0 = 0; k0 < {K}L; k0 += {U}L)", "for (long y = 0; y < {O}L; y++)",
+              "for (long x = 0; x < {O}L; x++)"])
+    lines, ind = [], "  "
+    for loop in loops:
+        lines.append(ind + loop.format(O=O, K=K, U=unroll) + " {")
+        ind += "  "
+    lines += [f"{ind}int32_t sum{u} = 0;" for u in range(unroll)]
+    lines.append(f"{ind}for (long r = 0; r < {R}L; r++) for (long s = 0; s < {R}L; s++) {{")
+    lines.append(f"{ind}  const {data_t}* restrict a = {_tensor('data')} + (({stride}L*y + r) * {W}L + {stride}L*x + s) * {C}L;")
+    lines.append(f"{ind}  const {weight_t}* restrict b = {_tensor('weight')} + (k0 * {R * R}L + r * {R}L + s) * {C}L;")
+    lines.append(f"{ind}  for (long c = 0; c < {C}L; c++) {{")
+    lines.append(f"{ind}    const int32_t av = a[c];")
+    lines += [f"{ind}    sum{u} += av * (int32_t)b[{u * block}L + c];" for u in range(unroll)]
+    lines.append(f"{ind}  }}")
+    lines.append(f"{ind}}}")
+    lines += [f"{ind}{_tensor('out')}[((k0 + {u}L) * {O}L + y) * {O}L + x] = sum{u};" for u in range(unroll)]
+    for _ in loops:
+        ind = ind[:-2]
+        lines.append(f"{ind}}}")
+    return f"{sig} {{\n" + "\n".join(lines) + "\n}\n" + _bench(program, name)
+
+
+def pack_channels_last(inputs: dict) -> dict:
+    """The inputs of :func:`channels_last_kernel`: data ``C H W`` → ``H W C``, weights ``K C R S`` → ``K R S C``."""
+    import numpy as np
+
+    return {"data": np.ascontiguousarray(np.transpose(inputs["data"], (1, 2, 0))),
+            "weight": np.ascontiguousarray(np.transpose(inputs["weight"], (0, 2, 3, 1)))}

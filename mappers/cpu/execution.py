@@ -17,8 +17,9 @@ with the chosen mapping:
    the untensorized nest under its own best schedule, the naive nest, NumPy (BLAS limited by
    threadpoolctl) and onnxruntime's ``ConvInteger`` and ``QLinearConv`` (``peers.py``, when
    installed; their exactness checked on the same full-range data). Each reported time is the median
-   over rounds of the per-round median; the load average before and after is recorded, since the
-   machine is shared.
+   over rounds of the per-round fastest call: on a shared machine a call the scheduler interrupted
+   measures the load, not the kernel, and the median over rounds keeps one lucky call from deciding;
+   the load average before and after is recorded.
 
 Returns the metrics (``latency_s`` and ``predicted_latency_s`` / ``measured_latency_s`` with their
 relative difference per DEVELOPERS.md) plus ``bit_exact``, ``speedup_vs_untensorized`` and
@@ -108,7 +109,7 @@ def _numpy_time(program: Program, inputs: dict[str, np.ndarray], min_seconds: fl
             t0 = time.perf_counter()
             reference(program, inputs)
             times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 class Bench:
@@ -151,7 +152,7 @@ class Bench:
         out = args[-1]
         if packed:
             out = self.nest.accumulator.layout.unpack(out)
-        return statistics.median(times), out
+        return min(times), out
 
 
 def tune_kernel(bench: Bench, problem: TensorizeProblem, nest: RewrittenNest, target: CpuTarget, options: ValidationOptions,
@@ -183,6 +184,46 @@ def tune_kernel(bench: Bench, problem: TensorizeProblem, nest: RewrittenNest, ta
                 seed=options.seed, reorder=options.reorder, tiles=options.tiles, prepare=prepare)
 
 
+@dataclass
+class ChannelsLast:
+    """The untensorized convolution in the form the compiler vectorises (``codegen.channels_last_kernel``),
+    tuned over its output-channel unroll and loop order by timing."""
+
+    program: Program
+    lib: Any
+    name: str
+    params: dict
+    tuning: list[dict]
+
+    def run(self, inputs: dict[str, np.ndarray], *, min_seconds: float, min_reps: int) -> tuple[float, np.ndarray]:
+        packed = codegen.pack_channels_last(inputs)
+        out = np.zeros(self.program.tensor("out").shape, dtype=np.int32)
+        times = toolchain.time_kernel(self.lib.function(self.name + "_bench"), [packed["data"], packed["weight"], out],
+                                      min_seconds=min_seconds, min_reps=min_reps)
+        return min(times), out
+
+
+def tune_channels_last(bench: Bench, program: Program, inputs: dict[str, np.ndarray], ref: np.ndarray,
+                       options: ValidationOptions) -> ChannelsLast | None:
+    """Every (unroll ∈ divisors of K up to 8, loop order) of the channels-last kernel, compiled in one
+    library and timed; the fastest, or None for a program that is not a 2-D convolution."""
+    conv = program.attrs.get("conv2d")
+    if conv is None or set(program.tensors) != {"data", "weight", "out"}:
+        return None
+    space = [{"unroll": u, "spatial_outer": o} for u in (1, 2, 4, 8) if conv["K"] % u == 0 for o in (False, True)]
+    kernels = [codegen.channels_last_kernel(program, f"k_cl{k}", **p) for k, p in enumerate(space)]
+    lib = bench.library(kernels)
+    trials = []
+    for k, params in enumerate(space):
+        candidate = ChannelsLast(program, lib, f"k_cl{k}", params, [])
+        seconds, out = candidate.run(inputs, min_seconds=options.min_seconds, min_reps=options.min_reps)
+        if not np.array_equal(out, ref):
+            raise InputError(program.name, "channels-last kernel", f"{params} is not bit-exact (generator bug)")
+        trials.append({**params, "measured_s": seconds})
+    best = min(range(len(space)), key=lambda k: trials[k]["measured_s"])
+    return ChannelsLast(program, lib, f"k_cl{best}", space[best], trials)
+
+
 def measure_peak(instruction: InstructionDescriptor, target: CpuTarget, *, repeats: int = 30,
                  iterations: int = 200_000) -> dict[str, float]:
     """The instruction's throughput on this core (``codegen.peak_kernel``, best of ``repeats`` short
@@ -199,12 +240,14 @@ def measure_peak(instruction: InstructionDescriptor, target: CpuTarget, *, repea
     return {"gmacs": instruction.macs * instructions / 1e9, "ginstructions": instructions / 1e9, "chains": chains}
 
 
-def _disassembly_checks(lib, instruction: InstructionDescriptor, compare: bool) -> dict[str, Any]:
+def _disassembly_checks(lib, instruction: InstructionDescriptor, untensorized: tuple[Any, str] | None) -> dict[str, Any]:
+    """Whether the tensorized kernel (and the untensorized one: did gcc find the instruction by itself?)
+    contain the instruction's mnemonics; None with the reason when objdump is missing."""
     mnemonics = list(instruction.x86.mnemonics) if instruction.x86 else []
     try:
         out = {"kernel_uses_instruction": all(lib.disassembly_contains(m, "k_tensorized") for m in mnemonics),
-               "untensorized_uses_instruction": (all(lib.disassembly_contains(m, "k_untensorized") for m in mnemonics)
-                                                 if compare else None)}
+               "untensorized_uses_instruction": (all(untensorized[0].disassembly_contains(m, untensorized[1])
+                                                     for m in mnemonics) if untensorized else None)}
     except BackendUnavailable as exc:
         return {"kernel_uses_instruction": None, "untensorized_uses_instruction": None, "disassembly": str(exc)}
     out["disassembly"] = f"objdump: {', '.join(mnemonics)}"
@@ -278,17 +321,21 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
     best, default = result.best, result.default
     untensorized = best
     untensorized_tuning = None
+    channels_last = None
     if options.compare and options.tune_untensorized:
         untensorized_tuning = tune_kernel(bench, problem, nest, target, options, ref, codegen.untensorized_kernel,
-                                    "untensorized")
+                                          "untensorized")
         untensorized = untensorized_tuning.best
+        channels_last = tune_channels_last(bench, program, inputs, ref, options)
+        if channels_last is not None and min(t["measured_s"] for t in channels_last.tuning) >= untensorized_tuning.best_seconds:
+            channels_last = None  # the scalar form of the rewritten nest was faster
     kernels = [codegen.tensorized_kernel(nest, best, "k_tensorized", parallel=bench.parallel),
                codegen.tensorized_kernel(nest, default, "k_default", parallel=bench.parallel)]
     timed = [("tensorized", "k_tensorized", True), ("default", "k_default", True)]
     if options.compare:
         kernels += [codegen.untensorized_kernel(nest, untensorized, "k_untensorized", parallel=bench.parallel),
                     codegen.naive_kernel(program, "k_naive")]
-        timed += [("untensorized", "k_untensorized", True), ("naive", "k_naive", False)]
+        timed += [("naive", "k_naive", False)] + ([] if channels_last else [("untensorized", "k_untensorized", True)])
     lib = bench.library(kernels)
     _, full_out = bench.run(lib, "k_tensorized", packed=True, min_seconds=0.0, min_reps=1, inputs=full_inputs)
     metrics["full_range"] = error_summary(full_out, full_ref)
@@ -301,6 +348,10 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
             seconds, out = bench.run(lib, name, packed=packed, min_seconds=options.min_seconds, min_reps=options.min_reps)
             rounds[key].append(seconds)
             checks[f"compiled_{key}"] = checks.get(f"compiled_{key}", True) and bool(np.array_equal(out, ref))
+        if channels_last is not None:
+            seconds, out = channels_last.run(inputs, min_seconds=options.min_seconds, min_reps=options.min_reps)
+            rounds.setdefault("untensorized", []).append(seconds)
+            checks["compiled_untensorized"] = checks.get("compiled_untensorized", True) and bool(np.array_equal(out, ref))
         if options.compare:
             rounds["numpy"].append(_numpy_time(program, inputs, options.min_seconds, 1))
         for session, _ in ort.values():
@@ -325,7 +376,7 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
                            "max_error": peer.max_error, "kernel_latency_s": peer.kernel_seconds,
                            "run_latency_s": peer.run_seconds, "kernel_gmacs": macs / peer.kernel_seconds / 1e9,
                            "speedup": peer.kernel_seconds / med["tensorized"],
-                           "kernel_round_medians_s": peer.kernel_rounds}
+                           "kernel_round_seconds": peer.kernel_rounds}
     metrics.update({
         "bit_exact": all(checks.values()) and rewrite_report.ok,
         "bit_exact_checks": checks,
@@ -345,18 +396,23 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
         "predicted_bound": predicted.bound,
         "default_latency_s": med["default"],
         "untensorized_latency_s": med["untensorized"],
-        "untensorized_schedule": untensorized.to_json(),
-        "untensorized_tuning": untensorized_tuning.summary() if untensorized_tuning else "tensorized schedule",
+        "untensorized_form": ("channels-last dot product (gcc vectorises the channel loop)" if channels_last else
+                              "rewritten nest with the instruction as scalar C loops"),
+        "untensorized_schedule": channels_last.params if channels_last else untensorized.to_json(),
+        "untensorized_tuning": ({"channels_last": channels_last.tuning if channels_last else None,
+                                 "rewritten_nest": untensorized_tuning.summary()} if untensorized_tuning
+                                else "tensorized schedule"),
         "naive_latency_s": med["naive"],
         "numpy_latency_s": med["numpy"],
-        "round_medians_s": rounds,
+        "round_seconds": rounds,
         "schedule": best.to_json(),
         "unroll": predicted.unroll,
         "tuning": result.summary(),
         "tuning_trials": [t.to_json() for t in result.trials],
-        **_disassembly_checks(lib, instruction, options.compare),
+        **_disassembly_checks(lib, instruction, None if not options.compare else (
+            (channels_last.lib, channels_last.name) if channels_last else (lib, "k_untensorized"))),
         "timing": {"rounds": options.rounds, "min_seconds": options.min_seconds, "threads": target.tuning.threads,
-                   "statistic": "median over rounds of per-round medians",
+                   "statistic": "median over interleaved rounds of the per-round fastest call",
                    "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
                    "compiler": toolchain.compiler_version(target.toolchain.cc), "cpu": toolchain.cpu_model(),
                    "flags": bench.flags, "compile_seconds": bench.compile_seconds},

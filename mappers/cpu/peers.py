@@ -15,7 +15,8 @@ gets by default):
 
 Timing is onnxruntime's own profiler: the duration of the convolution node (``kernel``) and of the
 whole ``Run`` (``run``: with the layout transposes onnxruntime inserts around an NHWC kernel), one
-sample per call, so the Python call overhead is not counted (our kernels are timed inside C alike).
+sample per call, so the Python call overhead is not counted (our kernels are timed inside C alike);
+per round the fastest call counts, as for every kernel.
 onnxruntime is optional (extra ``solvermap[peers]``): :func:`onnxruntime_unavailable` says why it
 cannot run, and the validation reports that reason instead of a speedup.
 """
@@ -136,7 +137,7 @@ class OnnxRuntimeConv:
         self.rounds.append(calls)
 
     def profile(self, warmup_calls: int) -> tuple[list[float], list[float]]:
-        """Per timed round, the median kernel and run seconds (ends this session's profiling)."""
+        """Per timed round, the fastest call's kernel and run seconds (ends this session's profiling)."""
         path = self.session.end_profiling()
         try:
             events = json.loads(open(path).read())
@@ -150,8 +151,8 @@ class OnnxRuntimeConv:
         runs, kernels = runs[warmup_calls:], kernels[warmup_calls:]
         kernel_rounds, run_rounds, k = [], [], 0
         for calls in self.rounds:
-            kernel_rounds.append(statistics.median(kernels[k:k + calls]))
-            run_rounds.append(statistics.median(runs[k:k + calls]))
+            kernel_rounds.append(min(kernels[k:k + calls]))
+            run_rounds.append(min(runs[k:k + calls]))
             k += calls
         return kernel_rounds, run_rounds
 
@@ -236,4 +237,4 @@ class TvmConv:
         samples = list(result.results)
         while sum(samples) < min_seconds:
             samples += list(evaluator(x, self.weight).results)
-        self.rounds.append(statistics.median(samples))
+        self.rounds.append(min(samples))

@@ -263,3 +263,24 @@ def test_parallel_fused_loop_compiles_with_openmp_and_stays_bit_exact():
     lib.function("sm_set_threads")(ctypes.c_int(2))
     inputs = conv2d_inputs(nest.original, 2)
     assert np.array_equal(_run(lib, "par", nest, inputs), _reference(nest.original, inputs))
+
+
+@pytest.mark.parametrize("name", ["conv_table1_1", "conv_table1_15"])
+def test_channels_last_untensorized_kernel_is_bit_exact_for_every_unroll_and_order(name):
+    program = problem_for(name, {"C": 12, "K": 8, "IHW": 9}).program
+    space = [(u, o) for u in (1, 2, 4, 8) for o in (False, True)]
+    kernels = [codegen.channels_last_kernel(program, f"cl{k}", u, o) for k, (u, o) in enumerate(space)]
+    lib = toolchain.compile_library(codegen.translation_unit(kernels), flags=["-O3", "-fwrapv"], name="test-channels-last")
+    inputs = conv2d_inputs(program, 3)
+    packed = codegen.pack_channels_last(inputs)
+    for k, params in enumerate(space):
+        out = np.zeros(program.tensor("out").shape, dtype=np.int32)
+        toolchain.time_kernel(lib.function(f"cl{k}_bench"), [packed["data"], packed["weight"], out], min_seconds=1e-6,
+                              min_reps=1)
+        assert np.array_equal(out, _reference(program, inputs)), params
+
+
+def test_channels_last_unroll_must_divide_the_output_channels():
+    program = problem_for("conv_table1_5", {"C": 4, "K": 12, "IHW": 5}).program
+    with pytest.raises(InputError, match="does not divide"):
+        codegen.channels_last_kernel(program, "cl", 8)
