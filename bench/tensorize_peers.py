@@ -18,8 +18,10 @@ and without reduction blocks, Optuna) and compiled. Then, in interleaved rounds,
 
 Every kernel's output on the same full-range data (activations 0..255, weights -128..127) is compared
 with the exact int32 reference (QLinearConv: within one output level of the exact requantization).
-Reported per layer and kernel: the median over rounds of the per-round fastest call (on a shared
-machine an interrupted call measures the load, not the kernel), GMAC/s (useful MACs),
+Reported per layer and kernel: the median over rounds of the per-round fastest call by the thread's
+CPU clock (on this shared machine the time a thread waits for a core is the load's, not the kernel's;
+onnxruntime and TVM: the lesser of their own wall-clock timer and the CPU time per call, see
+``mappers/cpu/peers.py``), GMAC/s (useful MACs),
 % of this CPU's int8 peak (the fastest instruction it has, measured by ``execution.measure_peak``)
 and % of the kernel's own instruction peak, exactness, and the latency model's bound for our
 kernels (there is no hardware performance counter in this VM, so this and the instruction peak are
@@ -179,17 +181,14 @@ def run_layer(name: str, targets: list[str], peaks: dict, cpu_peak: float, args)
             session.timed_round(full["data"], args.min_seconds, args.min_reps)
         if tvm is not None:
             tvm.timed_round(full["data"], args.min_seconds, 1)
-        t0 = time.perf_counter()
-        reps = 0
         from threadpoolctl import threadpool_limits
 
         samples = []
         with threadpool_limits(limits=1):
-            while reps < 1 or time.perf_counter() - t0 < args.min_seconds:
-                s = time.perf_counter()
+            while not samples or sum(samples) < args.min_seconds:
+                s = time.thread_time()
                 reference(program, full)
-                samples.append(time.perf_counter() - s)
-                reps += 1
+                samples.append(time.thread_time() - s)
         rounds["numpy"].append(min(samples))
     base = {"layer": name, **{k: conv[k] for k in ("C", "K", "IHW", "R", "stride", "OHW")}, "macs": macs,
             "load_before": load_before, "cpu_model": toolchain.cpu_model(),
@@ -266,7 +265,7 @@ def summarise(df: pd.DataFrame, targets: list[str], peaks: dict, args) -> dict:
                      "tvm": peers.tvm_version() if args.tvm else None},
         "tvm_note": peers.TVM_TUNING_REASON if args.tvm and not peers.tvm_unavailable() else peers.tvm_unavailable(),
         "timing": {"rounds": args.rounds, "min_seconds": args.min_seconds, "threads": 1,
-                   "statistic": "median over interleaved rounds of the per-round fastest call",
+                   "statistic": "median over interleaved rounds of the per-round fastest call (thread CPU time)",
                    "load_average_range": [float(df[["load_before", "load_after"]].min().min()),
                                           float(df[["load_before", "load_after"]].max().max())]},
         "command": "nice .venv/bin/python bench/tensorize_peers.py " + " ".join(sys.argv[1:]),

@@ -41,6 +41,7 @@ HEADER = """#include <immintrin.h>
 #include <time.h>
 static inline int32_t sm_load32(const void* p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline double sm_now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+static inline double sm_cpu_now(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 """
 
 
@@ -67,13 +68,13 @@ def _signature(program: Program, name: str, dtypes: dict[str, str] | None = None
 def _bench(program: Program, name: str, dtypes: dict[str, str] | None = None) -> str:
     sig, names = _signature(program, name, dtypes)
     params = sig[sig.index("(") + 1:-1]
-    return (f"double {name}_bench({params}, int sm_reps, double* sm_times) {{\n"
+    return (f"double {name}_bench({params}, int sm_reps, int sm_inner, double* sm_times) {{\n"
             f"  double sm_total = 0.0;\n"
             f"  for (int sm_rep = 0; sm_rep < sm_reps; sm_rep++) {{\n"
-            f"    double sm_t0 = sm_now();\n"
-            f"    {name}({', '.join(names)});\n"
-            f"    sm_times[sm_rep] = sm_now() - sm_t0;\n"
-            f"    sm_total += sm_times[sm_rep];\n"
+            f"    double sm_t0 = sm_cpu_now();\n"
+            f"    for (int sm_i = 0; sm_i < sm_inner; sm_i++) {name}({', '.join(names)});\n"
+            f"    sm_times[sm_rep] = (sm_cpu_now() - sm_t0) / sm_inner;\n"
+            f"    sm_total += sm_times[sm_rep] * sm_inner;\n"
             f"  }}\n  return sm_total;\n}}\n")
 
 
@@ -190,6 +191,9 @@ def _block_head(nest: RewrittenNest, ind: str, points: list[dict[str, int]], blo
     for k, loop in enumerate(nest.reduction_loops):
         v = _c_ident(loop.var)
         lo, hi = ("rb", "rb_hi") if blocked and k == 0 else ("0L", f"{loop.extent}L")
+        # not unrolled by gcc: the body already is one register tile; unrolling a 3-step kernel loop
+        # lets gcc keep operands of several steps alive (spills on 16-register AVX2)
+        lines.append(f"{ind}#pragma GCC unroll 1")
         lines.append(f"{ind}for (long {v} = {lo}; {v} < {hi}; {v}++) {{")
         ind += "  "
     for plan in nest.sources:
@@ -231,7 +235,9 @@ def _instruction_body(nest: RewrittenNest, points: list[dict[str, int]], ind: st
     """Loads and instructions of one reduction step of a block, in register-tile order: the registers of
     the operand with fewer distinct registers stay resident (loaded first), then each register of the
     other operand is loaded right before the instructions that use it (an outer-product microkernel:
-    few registers are live at once, so a tile of many accumulators need not spill)."""
+    few registers are live at once, so a tile of many accumulators need not spill). For a sequence
+    with a separate multiply, an empty asm after each group pins its accumulators, so the compiler
+    cannot batch the additions of unrolled reduction steps (see the comment below)."""
     x86 = nest.instruction.x86
     order = nest.instruction.sources  # expression order: (a, b) of the intrinsic
     for plan in nest.sources:
@@ -265,11 +271,19 @@ def _instruction_body(nest: RewrittenNest, points: list[dict[str, int]], ind: st
         streamed = next(o for o in order if o != resident)
         for key in dict.fromkeys(use[resident] for use in uses):
             load(key)
+        fused = "{" not in x86.call  # the accumulator is the instruction's own destination (vpdpbusd)
         for key in dict.fromkeys(use[streamed] for use in uses):
             load(key)
-            for u, use in enumerate(uses):
-                if use[streamed] == key:
-                    instruction(u)
+            group = [u for u, use in enumerate(uses) if use[streamed] == key]
+            for u in group:
+                instruction(u)
+            if not fused:
+                # the products of a separate multiply (vpmaddwd) do not depend on the accumulators: gcc
+                # unrolls the short reduction loops, reassociates acc + p1 + p2 + p3 and keeps all the
+                # products alive (spills); an empty asm that "reads and writes" the group's accumulators
+                # makes each addition happen where it is written
+                regs = ", ".join(f'"+v"(acc{u})' for u in group)
+                lines.append(f'{ind}__asm__("" : {regs});')
     else:
         for use in uses:
             for key in use.values():
@@ -447,7 +461,7 @@ def peak_kernel(instruction, name: str, chains: int) -> str:
         raise InputError(instruction.name, "instruction", "no x86 form: no peak to measure")
     vt, px = x86.vector_type, x86.prefix
     order = instruction.sources
-    lines = [f"double {name}(long iters) {{", "  volatile int seed = 3;", "  double t0 = sm_now();"]
+    lines = [f"double {name}(long iters) {{", "  volatile int seed = 3;", "  double t0 = sm_cpu_now();"]
     lines += [f"  {decl}" for decl in x86.setup]
     lines += [f"  const {vt} s{k} = {px}_set1_epi32(seed * {k + 1} + 0x01010101);" for k in range(2)]
     lines += [f"  {vt} acc{k} = {px}_set1_epi32(seed + {k});" for k in range(chains)]
@@ -462,7 +476,7 @@ def peak_kernel(instruction, name: str, chains: int) -> str:
     lines.append(f"  {vt} out[{chains}] __attribute__((aligned(64)));")
     lines += [f"  {px}_store_si{x86.register_bits}((void*)&out[{k}], acc{k});" for k in range(chains)]
     lines.append('  __asm__ volatile("" :: "r"(out) : "memory");')
-    lines.append("  return sm_now() - t0;\n}")
+    lines.append("  return sm_cpu_now() - t0;\n}")
     return "\n".join(lines)
 
 

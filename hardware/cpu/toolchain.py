@@ -21,8 +21,9 @@ fresh copy (random name, unlinked after loading), so the file cannot change betw
 planted or truncated ``.so``, no sidecar) is rebuilt. Libraries built by this process are loaded from
 the bytes just hashed.
 
-Kernels are loaded with :mod:`ctypes` and timed inside C (``clock_gettime``), one call per sample, so
-Python overhead is not measured. Errors are one line: a refused or missing compiler, a CPU without the
+Kernels are loaded with :mod:`ctypes` and timed inside C by the thread's CPU clock
+(``CLOCK_THREAD_CPUTIME_ID``, :func:`time_kernel`), so neither Python overhead nor the time the thread
+waits for a core on a loaded machine is measured. Errors are one line: a refused or missing compiler, a CPU without the
 instruction, or a compiler failure (with the first error line).
 """
 
@@ -351,15 +352,21 @@ def pointer(array: np.ndarray):
     return array.ctypes.data_as(ctypes.c_void_p)
 
 
+SAMPLE_SECONDS = 2e-4  # one sample runs the kernel at least this long (amortises reading the clock)
+
+
 def time_kernel(bench, args: list[np.ndarray], *, min_seconds: float, min_reps: int) -> list[float]:
-    """Call ``bench(args..., reps, out_times)`` adaptively until ``min_seconds`` elapsed; per-call seconds."""
-    reps = max(1, min_reps)
-    times = np.zeros(reps, dtype=np.float64)
+    """Per-call seconds of a generated kernel: ``bench(args..., reps, inner, out_times)`` runs ``reps``
+    samples of ``inner`` calls each and reports each sample's thread CPU time per call (CPU time, not
+    wall time: on a shared machine the time the thread waits for a core is the load's, not the
+    kernel's). ``inner`` is chosen so a sample lasts about ``SAMPLE_SECONDS``; samples are added until
+    ``min_seconds`` of kernel time and ``min_reps`` samples."""
     bench.restype = ctypes.c_double
-    total = bench(*[pointer(a) for a in args], ctypes.c_int(reps), pointer(times))
-    if total < min_seconds:
-        per = max(total / reps, 1e-7)
-        reps = max(min_reps, int(min_seconds / per) + 1)
-        times = np.zeros(reps, dtype=np.float64)
-        bench(*[pointer(a) for a in args], ctypes.c_int(reps), pointer(times))
+    pointers = [pointer(a) for a in args]
+    probe = np.zeros(1, dtype=np.float64)
+    once = max(bench(*pointers, ctypes.c_int(1), ctypes.c_int(1), pointer(probe)), 1e-9)
+    inner = max(1, int(SAMPLE_SECONDS / once))
+    reps = max(1, min_reps, int(min_seconds / (once * inner)) + 1 if min_seconds > 0 else 1)
+    times = np.zeros(reps, dtype=np.float64)
+    bench(*pointers, ctypes.c_int(reps), ctypes.c_int(inner), pointer(times))
     return [float(t) for t in times]

@@ -17,9 +17,9 @@ with the chosen mapping:
    the untensorized nest under its own best schedule, the naive nest, NumPy (BLAS limited by
    threadpoolctl) and onnxruntime's ``ConvInteger`` and ``QLinearConv`` (``peers.py``, when
    installed; their exactness checked on the same full-range data). Each reported time is the median
-   over rounds of the per-round fastest call: on a shared machine a call the scheduler interrupted
-   measures the load, not the kernel, and the median over rounds keeps one lucky call from deciding;
-   the load average before and after is recorded.
+   over rounds of the per-round fastest call, by the thread's CPU clock (on a shared machine the time
+   a thread waits for a core is the load's, not the kernel's; onnxruntime and TVM as in ``peers.py``);
+   the median over rounds keeps one lucky call from deciding. The load average is recorded.
 
 Returns the metrics (``latency_s`` and ``predicted_latency_s`` / ``measured_latency_s`` with their
 relative difference per DEVELOPERS.md) plus ``bit_exact``, ``speedup_vs_untensorized`` and
@@ -104,11 +104,10 @@ def _numpy_time(program: Program, inputs: dict[str, np.ndarray], min_seconds: fl
 
     times = []
     with threadpool_limits(limits=1):
-        start = time.perf_counter()
-        while len(times) < min_reps or time.perf_counter() - start < min_seconds:
-            t0 = time.perf_counter()
+        while len(times) < min_reps or sum(times) < min_seconds:
+            t0 = time.thread_time()
             reference(program, inputs)
-            times.append(time.perf_counter() - t0)
+            times.append(time.thread_time() - t0)
     return min(times)
 
 
@@ -412,7 +411,7 @@ def validate(problem: TensorizeProblem, decision: TensorizeMapping, instruction:
         **_disassembly_checks(lib, instruction, None if not options.compare else (
             (channels_last.lib, channels_last.name) if channels_last else (lib, "k_untensorized"))),
         "timing": {"rounds": options.rounds, "min_seconds": options.min_seconds, "threads": target.tuning.threads,
-                   "statistic": "median over interleaved rounds of the per-round fastest call",
+                   "statistic": "median over interleaved rounds of the per-round fastest call (thread CPU time)",
                    "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
                    "compiler": toolchain.compiler_version(target.toolchain.cc), "cpu": toolchain.cpu_model(),
                    "flags": bench.flags, "compile_seconds": bench.compile_seconds},
