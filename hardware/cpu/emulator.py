@@ -23,8 +23,9 @@ from solvermap.hardware.cpu.nest import RewrittenNest
 from solvermap.ir.loopnest import NUMPY_DTYPES, Access, Call, Cast, Load, Loop, Program, Statement, Tensor, evaluate
 
 
-def _batched(instruction: InstructionDescriptor, calls: int) -> Program:
-    """The descriptor with a leading data-parallel ``call`` loop and a leading call dim on every register."""
+def _with_call_dim(instruction: InstructionDescriptor) -> tuple:
+    """(vars, widen, expr): the descriptor's loop variables after a leading ``__call`` loop, and
+    functions that give an access / expression tree a leading call dimension."""
     stmt = instruction.statement
     vars_ = ("__call",) + stmt.loop_vars
 
@@ -41,6 +42,13 @@ def _batched(instruction: InstructionDescriptor, calls: int) -> Program:
             return Call(e.op, tuple(expr(a) for a in e.args))
         return e
 
+    return vars_, widen, expr
+
+
+def _batched(instruction: InstructionDescriptor, calls: int) -> Program:
+    """The descriptor with a leading data-parallel ``call`` loop and a leading call dim on every register."""
+    stmt = instruction.statement
+    _, widen, expr = _with_call_dim(instruction)
     loops = (Loop("__call", 0, calls, "data_parallel"),) + stmt.loops
     batched = Statement(stmt.name, loops, widen(stmt.write), expr(stmt.expr), stmt.dtype, stmt.accumulate)
     tensors = {t.name: Tensor(t.name, (calls,) + t.shape, t.dtype, t.role) for t in instruction.program.tensors.values()}
@@ -54,22 +62,8 @@ def _products(instruction: InstructionDescriptor, calls: int) -> Program:
     reductions = [l.var for l in stmt.loops if l.kind == "reduction"]
     if len(reductions) != 1:
         raise ValueError(f"{instruction.name}: saturation needs exactly one reduction loop")
-    vars_ = ("__call",) + stmt.loop_vars
+    vars_, widen, expr = _with_call_dim(instruction)
     j = vars_.index(reductions[0])
-
-    def widen(access: Access) -> Access:
-        coeffs = ((1,) + (0,) * len(stmt.loop_vars),) + tuple((0,) + tuple(r) for r in access.coeffs)
-        return Access(access.tensor, coeffs, (0,) + access.offsets, (1,) + access.divisors, vars_)
-
-    def expr(e):
-        if isinstance(e, Load):
-            return Load(widen(e.access))
-        if isinstance(e, Cast):
-            return Cast(e.dtype, expr(e.arg))
-        if isinstance(e, Call):
-            return Call(e.op, tuple(expr(a) for a in e.args))
-        return e
-
     write = widen(stmt.write)
     last = tuple(1 if k == j else 0 for k in range(len(vars_)))
     write = Access("__p", write.coeffs + (last,), write.offsets + (0,), write.divisors + (1,), vars_)

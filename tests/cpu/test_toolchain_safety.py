@@ -121,22 +121,15 @@ def _plant(tmp_path: Path, target: Path, marker: Path) -> None:
 
 
 @needs_gcc
-def test_a_planted_library_in_the_cache_is_not_loaded(tmp_path, private_cache):
+@pytest.mark.parametrize("sidecar", ["none", "genuine sidecar of other bytes"])
+def test_a_planted_library_in_the_cache_is_not_loaded(tmp_path, private_cache, sidecar):
     marker = tmp_path / "LOADED"
-    paths = toolchain.cache_paths(REAL, flags=["-O1"], name="planted")
+    name = "planted" if sidecar == "none" else "forged"
+    if sidecar != "none":
+        toolchain.compile_library(REAL, flags=["-O1"], name=name)  # a genuine sidecar for the genuine bytes
+    paths = toolchain.cache_paths(REAL, flags=["-O1"], name=name)
     _plant(tmp_path, paths.library, marker)
-    lib = toolchain.compile_library(REAL, flags=["-O1"], name="planted")
-    assert not marker.exists()
-    assert lib.function("answer")() == 42
-
-
-@needs_gcc
-def test_a_planted_library_with_a_forged_sidecar_for_other_bytes_is_not_loaded(tmp_path, private_cache):
-    marker = tmp_path / "LOADED"
-    toolchain.compile_library(REAL, flags=["-O1"], name="forged")  # a genuine sidecar for the genuine bytes
-    paths = toolchain.cache_paths(REAL, flags=["-O1"], name="forged")
-    _plant(tmp_path, paths.library, marker)
-    lib = toolchain.compile_library(REAL, flags=["-O1"], name="forged")
+    lib = toolchain.compile_library(REAL, flags=["-O1"], name=name)
     assert not marker.exists()
     assert lib.function("answer")() == 42
 
