@@ -83,6 +83,9 @@ class Tuning(BaseModel):
     parallel_limits: list[int] = Field(default_factory=lambda: [3000, 1500, 6000, 750, 12000, 375])
     unroll_limits: list[int] = Field(default_factory=lambda: [8, 4, 16, 2, 32, 1])
     threads: int = Field(1, ge=1, description="threads the generated kernels run with")
+    register_budget: int | None = Field(None, ge=4, description=(
+        "live vector registers a register tile may use (default: core.vector_registers): the compiler may "
+        "spill before the architectural limit"))
 
 
 class Timing(BaseModel):

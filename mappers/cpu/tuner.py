@@ -15,7 +15,8 @@ not generated).
   layer whose output width is prime, #1 and #4 of L312, unroll along another loop).
 * register tiles (``tiles`` > 0, with ``unit`` and ``optuna``) — our extension: two-dimensional register
   tiles, a divisor of one dp loop × any factor of another (its residue becomes a partial block), that
-  fit the register file (accumulators + operand registers ≤ ``vector_registers``), ranked by the
+  fit the register file (live accumulators + operand registers ≤ ``tuning.register_budget``, by default
+  ``core.vector_registers``), ranked by the
   latency model; the best ``tiles`` of them are measured (:func:`register_tiles`), each also with its
   outermost reduction loop blocked so that one block's operands fit in half of L1 (when they do not
   already).
@@ -108,7 +109,7 @@ def schedule_space(nest: RewrittenNest, *, reorder: bool = True) -> list[Schedul
     return out
 
 
-def register_tiles(nest: RewrittenNest, core, count: int) -> list[Schedule]:
+def register_tiles(nest: RewrittenNest, core, count: int, budget: int | None = None) -> list[Schedule]:
     """The ``count`` register tiles the latency model ranks best (see module docstring): for dp loops
     (C, A, B) in that order, A split by a divisor t_A, B by any factor u_B ≤ its extent; nothing fused
     in parallel beyond C; tiles whose accumulators and operand registers exceed the register file are
@@ -116,6 +117,7 @@ def register_tiles(nest: RewrittenNest, core, count: int) -> list[Schedule]:
     extents = {l.var: l.extent for l in nest.dp_loops}
     if count <= 0 or len(extents) < 2:
         return []
+    budget = min(budget or core.vector_registers, core.vector_registers)
     scored: dict[Schedule, float] = {}
     for order in itertools.permutations(extents):
         *outer, a, b = order
@@ -123,14 +125,14 @@ def register_tiles(nest: RewrittenNest, core, count: int) -> list[Schedule]:
         parallel = (level_a, extents[a]) if outer else (0, extents[a])
         for t in _divisors(extents[a]):
             for u in range(1, extents[b] + 1):
-                if t * u > core.vector_registers:
+                if t * u > budget:
                     break
                 schedule = Schedule(order, parallel, (level_b, u), ((a, t),) if t > 1 else ())
                 try:
                     U, counts = distinct_registers(nest, schedule)
                 except ValueError:
                     continue
-                if live_registers(U, counts) > core.vector_registers:
+                if live_registers(U, counts) > budget:
                     continue
                 scored[schedule] = estimate(nest, schedule, core).seconds
     ranked = sorted(scored, key=lambda s: (scored[s], str(s.to_json())))[:count]
@@ -179,7 +181,7 @@ def tune(nest: RewrittenNest, target: CpuTarget, measure: Callable[[Schedule], f
     tuning = target.tuning
     default = unit_schedule(nest, tuning.parallel_limit, tuning.unroll_limit)
     pair_list = unit_pairs(tuning.parallel_limits, tuning.unroll_limits)[1:pairs] if tuner != "unit-default" else []
-    tile_list = register_tiles(nest, core, tiles) if tuner != "unit-default" else []
+    tile_list = register_tiles(nest, core, tiles, tuning.register_budget) if tuner != "unit-default" else []
     if prepare is not None:
         prepare(list(dict.fromkeys([default] + [unit_schedule(nest, p, u) for p, u in pair_list] + tile_list)))
     default_seconds = run(default, "unit-default", {"parallel_limit": tuning.parallel_limit,
