@@ -240,6 +240,7 @@ def summarise(df: pd.DataFrame, targets: list[str], peaks: dict, args) -> dict:
     for kernel, g in timed.groupby("kernel", sort=False):
         per_kernel[kernel] = {"layers": int(len(g)), "geomean_gmacs": geomean(g["gmacs"]),
                               "geomean_pct_cpu_int8_peak": geomean(g["pct_cpu_int8_peak"]),
+                              "geomean_pct_instruction_peak": geomean(g["pct_isa_peak"]) if "pct_isa_peak" in g else None,
                               "all_exact_full_range": bool(g["exact_full_range"].fillna(False).astype(bool).all()),
                               "wrong_fraction_max": float(g["wrong_fraction"].max()) if "wrong_fraction" in g else None,
                               "geomean_speedup_vs_qlinearconv": geomean(g["speedup_vs_qlinearconv"])
@@ -280,13 +281,24 @@ def readme_table(summary: dict) -> str:
              f"load average {summary['timing']['load_average_range'][0]:.1f}–"
              f"{summary['timing']['load_average_range'][1]:.1f} "
              f"(`studies/unit_tensorize/results/peers.csv`, `peers_summary.json`):", "",
-             "| kernel | geomean GMAC/s | % of this CPU's int8 peak | exact on full-range data | vs QLinearConv |",
-             "|---|---:|---:|---|---:|"]
+             "| kernel | geomean GMAC/s | % of this CPU's int8 peak | % of its instruction's peak | "
+             "exact on full-range data | vs QLinearConv |",
+             "|---|---:|---:|---:|---|---:|"]
+
+    def number(value, fmt: str) -> str:
+        return "" if value is None or not math.isfinite(value) else format(value, fmt)
+
     for kernel, k in summary["per_kernel"].items():
         exact = "yes" if k["all_exact_full_range"] else f"no (up to {100 * (k['wrong_fraction_max'] or 0):.0f} % of outputs wrong)"
-        vs = k.get("geomean_speedup_vs_qlinearconv")
-        lines.append(f"| {kernel} | {k['geomean_gmacs']:.1f} | {k['geomean_pct_cpu_int8_peak']:.0f} % | {exact} | "
-                     f"{'' if vs is None or not math.isfinite(vs) else f'{vs:.2f}x'} |")
+        isa = number(k.get("geomean_pct_instruction_peak"), ".0f")
+        lines.append(f"| {kernel} | {k['geomean_gmacs']:.1f} | {k['geomean_pct_cpu_int8_peak']:.0f} % | "
+                     f"{isa + ' %' if isa else ''} | {exact} | {number(k.get('geomean_speedup_vs_qlinearconv'), '.2f')}"
+                     f"{'x' if number(k.get('geomean_speedup_vs_qlinearconv'), '.2f') else ''} |")
+    qlinear = summary["per_kernel"].get("onnxruntime:QLinearConv")
+    if qlinear:
+        lines += ["", f"onnxruntime picks its kernels by CPUID: on this CPU QLinearConv is "
+                      f"{'exact' if qlinear['all_exact_full_range'] else 'not exact'} on full-range activations "
+                      "(within one output level of the exact requantization)."]
     goal = summary.get("goal")
     if goal:
         lines += ["", f"Goal ({goal['statement']}): {goal['kernel']} {goal['ours_geomean_gmacs']:.1f} against "
@@ -316,7 +328,7 @@ def plot(df: pd.DataFrame, summary: dict, out: Path) -> None:
     timed = df.dropna(subset=["gmacs"])
     kernels = list(dict.fromkeys(timed["kernel"]))
     layers = summary["layers"]
-    fig, ax = plt.subplots(figsize=(14, 5))
+    fig, ax = plt.subplots(figsize=(14, 6))
     width = 0.85 / len(kernels)
     for k, kernel in enumerate(kernels):
         g = timed[timed["kernel"] == kernel].set_index("layer").reindex(layers)
@@ -326,7 +338,7 @@ def plot(df: pd.DataFrame, summary: dict, out: Path) -> None:
     ax.set_xticks(np.arange(len(layers)), [n.replace("conv_table1_", "T") for n in layers])
     ax.set_ylabel("GMAC/s (log)")
     ax.set_title(f"Table I layers, 1 thread, {summary['cpu']['model']}")
-    ax.legend(ncol=3, fontsize=8, loc="lower left")
+    ax.legend(ncol=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.07))
     fig.tight_layout()
     fig.savefig(out / "peers.png", dpi=120)
     plt.close(fig)
@@ -346,7 +358,24 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-tvm", dest="tvm", action="store_false")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--resummarise", action="store_true",
+                        help="rewrite the summary, figure and README table from the peers.csv in --out")
     args = parser.parse_args()
+    if args.resummarise:
+        out = Path(args.out)
+        previous = json.loads((out / "peers_summary.json").read_text())
+        peaks = {t: {"gmacs": g} for t, g in previous["instruction_peaks_gmacs"].items()}
+        df = pd.read_csv(out / "peers.csv")
+        summary = summarise(df, previous["targets_run"], peaks, args)
+        for key in ("command", "versions", "tvm_note", "cpu"):  # as recorded by the run that measured
+            summary[key] = previous[key]
+        summary["timing"].update({k: previous["timing"][k] for k in ("rounds", "min_seconds")})
+        (out / "peers_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        plot(df, summary, out)
+        if sorted(summary["layers"]) == sorted(TABLE_LAYERS) and out == RESULTS:
+            update_readme(summary)
+        print(readme_table(summary))
+        return
     targets = args.targets or [t for t in ALL_TARGETS if load_target(t).runs_here()[0]]
     if not targets:
         raise SystemExit("this CPU runs none of the x86 targets (solvermap targets)")
