@@ -1,4 +1,8 @@
-"""Target pipelines: ``solvermap.mappers.<family>`` defines ``PIPELINE`` for targets of that family."""
+"""Target pipelines: ``solvermap.mappers.<family>`` defines ``PIPELINE`` for targets of that family.
+
+``pipeline`` holds the step protocol and the :class:`~solvermap.mappers.pipeline.Decision` descriptor,
+``decisions`` the registry of every shipped decision.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +37,9 @@ def pipeline_for(family: str):
 
 
 def families() -> list[str]:
-    """Family modules/packages in this package (everything but ``pipeline`` and private modules)."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "pipeline" and not m.name.startswith("_"))
+    """Family modules/packages in this package (everything but ``pipeline``, ``decisions`` and private modules)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if m.name not in ("pipeline", "decisions") and not m.name.startswith("_"))
 
 
 def all_pipelines() -> list:

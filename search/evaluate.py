@@ -27,14 +27,16 @@ import importlib
 import math
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError
+from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
-from solvermap.search.study_file import Cap, StudyFile
+from solvermap.search.study_file import Cap, StudyFile, check_imports
 
 DERIVED = ("solver_seconds", "max_gap", "trial_seconds")
 DECISION_KEYS = ("objective", "gap", "bound", "solve_seconds", "build_seconds", "baseline_objective")
@@ -144,7 +146,8 @@ class Evaluator:
     """Evaluates configurations of one study (see module docstring). ``root`` is the study directory
     (per-trial folders and the solve cache go there); ``root=None`` keeps everything in memory."""
 
-    def __init__(self, study: StudyFile, root: str | Path | None = None, *, source: str = "") -> None:
+    def __init__(self, study: StudyFile, root: str | Path | None = None, *, source: str = "",
+                 allow_imports: bool = False) -> None:
         from solvermap.hardware.targets import load_target
         from solvermap.ir.workloads import info as workload_info
         from solvermap.mappers import pipeline_for
@@ -152,6 +155,7 @@ class Evaluator:
         self.study = study
         self.source = source or study.name
         self.root = Path(root) if root is not None else None
+        check_imports(study, allow_imports, self.source)
         for module in study.imports:
             try:
                 importlib.import_module(module)
@@ -174,13 +178,22 @@ class Evaluator:
     def _check_space(self) -> None:
         """Every parameter name must address something that exists (typos are errors, not new fields)."""
         from solvermap.formulations.solver import SolverConfig
+        from solvermap.mappers.pipeline import validate_options
 
         spec = self.base_spec.model_dump()
-        decisions = self.pipeline.decisions
+        models = self.pipeline.option_models()
+        try:
+            self.pipeline.check_options(self.study.decisions)
+        except ConfigError as exc:
+            raise InputError(self.source, "decisions", str(exc)) from None
         names = [(name, f"space.{name}") for name in self.study.space]
+        values: dict[str, list[Any]] = {}  # values the search may give a name
         for name, param in self.study.space.items():
+            values.setdefault(name, []).extend(getattr(param, "choices", None) or [param.low, param.high])
             for choice, settings in getattr(param, "sets", {}).items():
                 names += [(key, f"space.{name}.sets.{choice}.{key}") for key in settings]
+                for key, value in settings.items():
+                    values.setdefault(key, []).append(value)
         for name, where in names:
             root, rest = name.split(".", 1)
             if root == "choice":
@@ -198,11 +211,20 @@ class Evaluator:
                     raise InputError(self.source, where, f"no workload of this study has a parameter {rest!r}")
             if root == "decisions":
                 decision, _, option = rest.partition(".")
-                if decision not in decisions:
-                    raise InputError(self.source, where, f"the {self.family} pipeline has no decision {decision!r}; "
-                                     f"its decisions: {', '.join(decisions)}")
+                if decision not in models:
+                    raise InputError(self.source, where, f"the {self.family} pipeline has no step {decision!r} that "
+                                     f"takes options; its steps with options: {', '.join(models)}")
                 if not option:
                     raise InputError(self.source, where, "expected decisions.<decision>.<option>")
+                if option.split(".")[0] not in models[decision].model_fields:
+                    raise InputError(self.source, where, f"unknown option; {decision} takes: "
+                                     f"{', '.join(sorted(models[decision].model_fields))}")
+                for value in values.get(name, []) if "." not in option else []:
+                    try:
+                        validate_options(models[decision], {**self.study.decisions.get(decision, {}), option: value},
+                                         f"decisions.{decision}")
+                    except ConfigError as exc:
+                        raise InputError(self.source, where, str(exc)) from None
             if root == "solver" and rest not in SolverConfig.model_fields:
                 raise InputError(self.source, where, f"unknown solver setting; known: {', '.join(SolverConfig.model_fields)}")
 
@@ -223,12 +245,13 @@ class Evaluator:
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
         reason = ""
-        for ref in self.study.workloads:
-            try:
-                per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-            except (InfeasibleError, InputError, ConfigError) as exc:
-                reason = f"{ref.name}: {exc}"
-                break
+        with trial_dir.logging() if trial_dir is not None else nullcontext():
+            for ref in self.study.workloads:
+                try:
+                    per_workload[ref.name] = self._map_one(ref, config, trial_dir)
+                except (InfeasibleError, InputError, ConfigError) as exc:
+                    reason = f"{ref.name}: {exc}"
+                    break
         cache = {}
         if self.cache is not None:
             after = self.cache.stats()
@@ -243,7 +266,8 @@ class Evaluator:
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
                                                   "cache": cache, "seconds": result.seconds})
-            trial_dir.log(f"{'feasible' if result.feasible else 'infeasible: ' + result.reason}")
+            with trial_dir.logging():
+                LOG.info("feasible" if result.feasible else f"infeasible: {result.reason}")
         return result
 
     def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
@@ -266,8 +290,7 @@ class Evaluator:
             raise ConfigError(f"solver settings {changes}: {str(exc).splitlines()[0]}") from None
 
         def progress(message: str) -> None:
-            if trial_dir is not None:
-                trial_dir.log(f"{ref.name}: {message}")
+            LOG.info("%s: %s", ref.name, message)
 
         ctx = Context(workload=built, target=spec, solver=solver, options=parts["decisions"], seed=self.study.seed,
                       progress=progress, solve_cache=self.cache)

@@ -1,20 +1,21 @@
-"""Pareto fronts and hypervolume, exact, for the handful of objectives a design study has.
+"""Pareto fronts and hypervolume of a design study's objectives: moocore does the computing.
 
 Points are in *minimisation form* (a maximised objective is negated first, :func:`to_minimisation`).
-:func:`pareto_mask` marks the non-dominated points. :func:`hypervolume` is the exact volume dominated
-by a set of points and bounded by a reference point, computed by slicing along the last objective
-(HSO: Zitzler's hypervolume by slicing objectives); with n points and d objectives it costs
-O(n^(d-1) log n), fine for fronts of hundreds of points and d ≤ 4.
+:func:`pareto_mask` marks the non-dominated points (``moocore.is_nondominated``; ties all stay).
+:func:`hypervolume` is the exact volume dominated by a set of points and bounded by a reference point
+(``moocore.hypervolume``); only points strictly inside the reference box count.
 
-:func:`normaliser` maps each objective to [0, 1] over a reference set of points (the study's feasible
-trials, or an exhaustive enumeration) so that objectives of different units weigh alike; the
-reference point is then 1.1 in every objective (the usual 10 % margin, so extreme points count).
+What is this tool's own: :func:`normaliser` maps each objective to [0, 1] over a reference set of points
+(the study's feasible trials, or an exhaustive enumeration) so that objectives of different units weigh
+alike; the reference point is then 1.1 in every objective (the usual 10 % margin, so extreme points
+count); non-finite points (failed or infeasible trials) never enter a front or a volume.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import moocore
 import numpy as np
 
 REFERENCE = 1.1
@@ -28,25 +29,9 @@ def to_minimisation(values: np.ndarray, directions: Sequence[str]) -> np.ndarray
 def pareto_mask(points: np.ndarray) -> np.ndarray:
     """True for each point no other point dominates (≤ in all objectives, < in one); ties all stay."""
     points = np.asarray(points, dtype=float)
-    n = len(points)
-    mask = np.ones(n, dtype=bool)
-    for i in range(n):
-        if not mask[i]:
-            continue
-        dominated_by = np.all(points <= points[i], axis=1) & np.any(points < points[i], axis=1)
-        if dominated_by.any():
-            mask[i] = False
-    return mask
-
-
-def _hv2(points: np.ndarray, ref: np.ndarray) -> float:
-    order = np.argsort(points[:, 0], kind="stable")
-    volume, best_y = 0.0, ref[1]
-    for x, y in points[order]:
-        if y < best_y:
-            volume += (ref[0] - x) * (best_y - y)
-            best_y = y
-    return float(volume)
+    if len(points) == 0:
+        return np.zeros(0, dtype=bool)
+    return np.asarray(moocore.is_nondominated(points, keep_weakly=True), dtype=bool)
 
 
 def hypervolume(points: np.ndarray, ref: Sequence[float]) -> float:
@@ -56,21 +41,7 @@ def hypervolume(points: np.ndarray, ref: Sequence[float]) -> float:
     points = points[np.all(points < ref, axis=1)]
     if len(points) == 0:
         return 0.0
-    points = points[pareto_mask(points)]
-    d = len(ref)
-    if d == 1:
-        return float(ref[0] - points[:, 0].min())
-    if d == 2:
-        return _hv2(points, ref)
-    order = np.argsort(points[:, -1], kind="stable")
-    points = points[order]
-    volume = 0.0
-    for k in range(len(points)):
-        upper = points[k + 1, -1] if k + 1 < len(points) else ref[-1]
-        depth = upper - points[k, -1]
-        if depth > 0:
-            volume += depth * hypervolume(points[: k + 1, :-1], ref[:-1])
-    return float(volume)
+    return float(moocore.hypervolume(points, ref=ref))
 
 
 class Normaliser:

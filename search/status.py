@@ -2,7 +2,10 @@
 
 Reads a study directory (its ``study.json`` names the storage), or any storage URL plus a study name
 (objective labels and directions come from the study's own attributes). Running trials are listed
-with their worker and age; failed trials with their error. ``--write`` also (re)writes the tables and
+with their worker and age; failed trials with their error. For a study run by ``solvermap batch``,
+each worker of the last submission is listed with its job's state as SLURM reports it (``PENDING``
+and why, ``RUNNING`` and where, ``TIMEOUT``, ``CANCELLED``, ...; :mod:`.slurm`) beside the trials it
+finished and the trial it runs. ``--write`` also (re)writes the tables and
 figures into the study directory, which is how a batch submitted without ``--wait`` gets its results.
 """
 
@@ -25,6 +28,13 @@ class StudyStatus:
     running: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    executor: str | None = None
+    run: Any = None  # solvermap.runs.RunState of the study directory: did its last command fail?
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what ``solvermap status --json`` prints."""
+        return status_json(self)
 
 
 def load_status(target: str, *, storage: str | None = None, study_name: str | None = None) -> StudyStatus:
@@ -71,7 +81,31 @@ def load_status(target: str, *, storage: str | None = None, study_name: str | No
             status.failed.append({"number": t.number, "worker": owner, "error": t.user_attrs.get("error", "stale (worker lost)")})
         elif t.state.name == "COMPLETE":
             status.workers[owner] = status.workers.get(owner, 0) + 1
+    if Path(target).is_dir():
+        _worker_jobs(status, target)
+        if (Path(target) / "run.json").exists():
+            from solvermap.runs import read_run
+
+            status.run = read_run(target)
     return status
+
+
+def _worker_jobs(status: StudyStatus, study_dir: str) -> None:
+    """Each worker job of the study's last batch submission, with its state and trials."""
+    from solvermap.search.batch import last_submission, worker_states
+
+    submission = last_submission(study_dir)
+    if submission is None:
+        return
+    status.executor = submission.get("executor")
+    states = worker_states(submission)
+    for k, job in enumerate(str(j) for j in submission.get("job_ids", [])):
+        label = f"worker-{k}"
+        state = states.get(job)
+        status.jobs.append({"worker": label, "job": job, "state": state.state if state else "UNKNOWN",
+                            "reason": state.reason if state else "", "node": state.node if state else "",
+                            "restarts": state.restarts if state else 0, "finished": status.workers.get(label, 0),
+                            "running": [r["number"] for r in status.running if r["worker"] == label]})
 
 
 def status_json(status: StudyStatus) -> dict[str, Any]:
@@ -80,7 +114,8 @@ def status_json(status: StudyStatus) -> dict[str, Any]:
 
     return summary_json(status.results, {"study": status.name, "storage": redact(status.url), "n_trials": status.n_trials,
                                          "running": status.running, "failed": status.failed,
-                                         "finished_by_worker": status.workers})
+                                         "finished_by_worker": status.workers, "executor": status.executor,
+                                         "jobs": status.jobs, "run": status.run.to_json() if status.run else None})
 
 
 def print_status(status: StudyStatus, console: Any) -> None:
@@ -92,7 +127,18 @@ def print_status(status: StudyStatus, console: Any) -> None:
     target = f" of {status.n_trials}" if status.n_trials else ""
     console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts['complete']}{target} trials finished",
                   highlight=False, soft_wrap=True)
-    if status.workers:
+    if status.run is not None and status.run.failed:
+        console.print(f"the last {status.run.command} {status.run.state}" + (f": {status.run.error}" if status.run.error else ""),
+                      style="red", highlight=False, markup=False, soft_wrap=True)
+    if status.jobs:
+        table = Table(title=f"{status.executor} workers", header_style="bold")
+        for col in ("worker", "job", "state", "reason", "node", "requeued", "finished", "running trial"):
+            table.add_column(col)
+        for j in status.jobs:
+            table.add_row(j["worker"], j["job"], j["state"], j["reason"], j["node"], str(j["restarts"]),
+                          str(j["finished"]), ", ".join(str(n) for n in j["running"]) or "-")
+        console.print(table)
+    elif status.workers:
         console.print("finished by worker: " + ", ".join(f"{w} {n}" for w, n in sorted(status.workers.items())),
                       highlight=False)
     if status.running:
@@ -101,7 +147,7 @@ def print_status(status: StudyStatus, console: Any) -> None:
             table.add_column(col)
         for r in status.running:
             table.add_row(str(r["number"]), str(r["worker"]), f"{r['seconds']:.0f}" if r["seconds"] is not None else "-",
-                          ", ".join(f"{k}={v}" for k, v in r["params"].items())[:80])
+                          ", ".join(f"{k}={v}" for k, v in r["params"].items()))
         console.print(table)
     for f in status.failed[:10]:
         console.print(f"failed trial {f['number']} ({f['worker']}): {f['error']}", highlight=False, markup=False)

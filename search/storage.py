@@ -10,22 +10,22 @@ Storages:
   every ``heartbeat_s``; a trial silent for ``grace_s`` is failed by the next worker that looks and
   re-queued by :class:`RetryStaleTrial`.
 
-The journal storage has no heartbeat of its own in Optuna, so workers write one as the trial system
-attribute ``solvermap:heartbeat`` and apply the same rule. On either storage a running trial whose
-owner process (same host, recorded at start) no longer exists is failed and re-queued at once, which
-is what makes resuming a killed ``solvermap explore`` immediate. Likewise the journal's file lock
-(:class:`OwnedJournalLock`) records its holder and is broken at once when that process is dead.
+The journal storage has no heartbeat of its own in Optuna (5.0 gives heartbeats to the RDB storage
+only), so workers write one as the trial system attribute ``solvermap:heartbeat`` and apply the same
+rule. On either storage a running trial whose owner process (same host and PID namespace, recorded at
+start) no longer exists is failed and re-queued at once, which is what makes resuming a killed
+``solvermap explore`` immediate. The journal's append lock (:class:`JournalFileLock`) is an OS file
+lock, which the kernel releases when its holder dies.
 
 :class:`SlotLock` serialises "count the trials, then ask for a new one" across workers (a file lock
-beside a journal or SQLite file, a PostgreSQL advisory lock), so K workers stop at exactly the
-requested number of finished trials. Other RDB back ends run without it and may overshoot by up to
+beside a journal or SQLite file, a PostgreSQL transaction-level advisory lock), so K workers stop at
+exactly the requested number of finished trials. Other RDB back ends run without it and may overshoot by up to
 K − 1 trials.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import os
@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from optuna.storages.journal import JournalFileOpenLock
+import filelock
 
 from solvermap.errors import InputError
 from solvermap.search.study_file import StorageSettings
@@ -72,12 +72,25 @@ def redact(url: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def host_id() -> str:
-    """This machine: host name plus boot id (a pid means nothing on another host or after a reboot)."""
+    """This machine and PID namespace: host name, boot id and PID namespace (a pid means nothing on
+    another host, after a reboot, or from inside another container on the same node)."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         boot = ""
-    return f"{socket.gethostname()}/{boot}"
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()}/{boot}/{namespace}"
+
+
+def slurm_job() -> str | None:
+    """The SLURM job this process runs in (``<array job>_<task>`` for an array task), or None."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array and task:
+        return f"{array}_{task}"
+    return os.environ.get("SLURM_JOB_ID")
 
 
 def optuna_heartbeat(storage: Any) -> bool:
@@ -86,7 +99,8 @@ def optuna_heartbeat(storage: Any) -> bool:
     return callable(interval) and interval() is not None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host (and PID namespace) with this id exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -96,63 +110,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class OwnedJournalLock(JournalFileOpenLock):
-    """The journal file's lock (an ``O_EXCL`` lock file, as Optuna's ``JournalFileOpenLock``) that records
-    its holder, so that a process killed while appending does not block the others: a lock whose holder
-    is a dead process on this host is broken at once; any other lock is broken after ``grace_s``
-    without change (the holder may be on another machine)."""
+class JournalFileLock:
+    """The journal's append lock: an OS file lock (``filelock``, ``flock`` on the file ``<journal>.lock``).
 
-    def __init__(self, journal: str | Path, grace_s: float = 5.0) -> None:  # noqa: D107 - replaces the parent's
+    The kernel drops the lock when its holder dies, so a worker killed while appending blocks no one;
+    on NFS, Linux maps ``flock`` to NFS byte-range locks, which the server drops when the client's
+    lease ends. One lock object per thread (``filelock``'s default), so the heartbeat thread and the
+    main thread of one worker exclude each other too. (Optuna's ``JournalFileBackend`` only calls
+    ``acquire`` and ``release``.)"""
+
+    def __init__(self, journal: str | Path) -> None:
         self.path = f"{journal}.lock"
-        self.grace_s = grace_s
+        self._lock = filelock.FileLock(self.path)
 
     def acquire(self) -> bool:
-        import errno
-
-        delay, seen, since = 0.001, None, time.monotonic()
-        while True:
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except OSError as exc:
-                if exc.errno != errno.EEXIST:
-                    raise
-                holder = self._holder()
-                if holder is not None and holder != seen:
-                    seen, since = holder, time.monotonic()
-                host, _, pid = (holder or "").rpartition(" ")
-                dead = host == host_id() and pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid))
-                if dead or time.monotonic() - since > self.grace_s:
-                    self._break()
-                    delay = 0.001
-                    continue
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(f"{host_id()} {os.getpid()}")
-            return True
-
-    def _holder(self) -> str | None:
-        try:
-            with open(self.path) as handle:
-                return handle.read() or None
-        except OSError:
-            return None
-
-    def _break(self) -> None:
-        """Remove a stale lock; renaming first makes sure only one waiter removes it."""
-        broken = f"{self.path}.broken-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            os.rename(self.path, broken)
-            os.unlink(broken)
-        except OSError:
-            pass
+        self._lock.acquire()
+        return True
 
     def release(self) -> None:
-        try:
-            os.unlink(self.path)
-        except OSError as exc:
-            raise RuntimeError(f"failed to release the journal lock {self.path}: {exc}") from exc
+        self._lock.release()
 
 
 class RetryStaleTrial:
@@ -189,7 +165,7 @@ def open_storage(url: str, settings: StorageSettings) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         from optuna.storages.journal import JournalFileBackend
 
-        return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=OwnedJournalLock(path)))
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileLock(path)))
     if "://" not in url:
         raise InputError("--storage", url, "expected a journal file (*.journal), journal:///path or a database URL "
                                           "such as postgresql://user@host:5432/db")
@@ -225,23 +201,17 @@ class SlotLock:
         with self._thread:
             if self.file is not None:
                 self.file.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.file, "a+") as handle:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                    try:
-                        yield
-                    finally:
-                        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                with filelock.FileLock(self.file):
+                    yield
             elif self.advisory:
                 from sqlalchemy import text
 
-                with self.storage.engine.connect() as connection:
-                    connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
-                    connection.commit()
-                    try:
-                        yield
-                    finally:
-                        connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
-                        connection.commit()
+                # a transaction-level lock: it works through a transaction-pooling pgbouncer, and a holder
+                # whose node died is released by the server once its session has idled for a minute
+                with self.storage.engine.connect() as connection, connection.begin():
+                    connection.execute(text("SELECT set_config('idle_in_transaction_session_timeout', '60s', true), "
+                                            "pg_advisory_xact_lock(:k)"), {"k": self.key})
+                    yield
             else:
                 yield
 
@@ -279,8 +249,11 @@ class Heartbeat:
 
 
 def claim(storage: Any, trial_id: int, worker: str) -> None:
-    """Record this process as the owner of a trial that just started, with a first heartbeat."""
-    storage.set_trial_system_attr(trial_id, OWNER_ATTR, {"host": host_id(), "pid": os.getpid(), "worker": worker})
+    """Record this process (and its SLURM job) as the owner of a trial that just started, with a first heartbeat."""
+    owner = {"host": host_id(), "pid": os.getpid(), "worker": worker}
+    if slurm_job():
+        owner["job"] = slurm_job()
+    storage.set_trial_system_attr(trial_id, OWNER_ATTR, owner)
     if optuna_heartbeat(storage):
         storage.record_heartbeat(trial_id)
     else:
@@ -309,7 +282,7 @@ def fail_stale(study: Any, settings: StorageSettings) -> list[int]:
         owner = trial.system_attrs.get(OWNER_ATTR) or {}
         pid = owner.get("pid")
         dead = (owner.get("host") == me and isinstance(pid, int) and pid > 0 and pid != os.getpid()
-                and not _pid_alive(pid))
+                and not pid_alive(pid))
         beat = trial.system_attrs.get(HEARTBEAT_ATTR)
         if beat is None and trial.datetime_start is not None and (not optuna_heartbeat(storage) or not owner):
             # died between ask and its first beat; with Optuna's RDB heartbeat, before claiming the trial

@@ -34,8 +34,17 @@ directions, optional caps, the sampler, a seed and a budget::
     solver: {backend: cpsat, time_limit_s: 10}                    # every inner solve (SolverConfig)
     decisions: {partition: {variant: table42}}                    # fixed per-decision options
     storage: {heartbeat_s: 5, grace_s: 20, max_retry: 2}
+    slurm:                                                        # solvermap batch --executor slurm
+      storage: postgresql://me@db.cluster:5432/studies            # the database every worker shares
+      workers: 16
+      partition: cpu
+      time_min: 240                                               # per-worker time limit
+      mem_gb: 4
+      cpus_per_task: 1
+      sbatch: {account: mylab, qos: normal, constraint: avx2}     # more #SBATCH options (allow-listed)
     cache: {enabled: true, neighbours: 3}
-    imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads
+    imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
+                                       # trusted code, imported only with --allow-imports
 
 Metrics an objective or cap may name: any key of the pipeline's end-to-end validation (``cycles``,
 ``throughput``, ``latency_s``, ``energy_j``, ``area_mm2``, ``power_w``, ``accuracy_loss``, ``pbs_used``,
@@ -214,6 +223,32 @@ class StorageSettings(_Strict):
         return self.grace_s if self.grace_s is not None else 4 * self.heartbeat_s
 
 
+class SlurmSettings(_Strict):
+    """How ``solvermap batch --executor slurm`` submits the workers; each ``batch`` option overrides its
+    field. No field holds shell code: setup commands go on the command line (``--setup``)."""
+
+    storage: str | None = Field(None, description="database URL the workers share (the default storage for slurm)")
+    workers: int | None = Field(None, ge=1, description="array tasks (default 2)")
+    partition: str | None = None
+    time_min: int = Field(24 * 60, ge=1, description="time limit of each worker job, minutes")
+    mem_gb: float | None = Field(None, gt=0)
+    cpus_per_task: int = Field(1, ge=1)
+    signal_delay_s: int = Field(90, ge=10, description="SLURM warns a worker this long before its time limit")
+    max_requeue: int = Field(3, ge=0, description="times a worker's job requeues itself at its time limit")
+    sbatch: dict[str, str | int | bool] = Field(default_factory=dict, description="more #SBATCH options")
+
+    @field_validator("sbatch")
+    @classmethod
+    def _allowed(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from solvermap.search.slurm import sbatch_problem
+
+        for key, option in value.items():
+            problem = sbatch_problem(key, option, from_study=True)
+            if problem:
+                raise ValueError(f"{key!r}: {problem}")
+        return value
+
+
 class CacheSettings(_Strict):
     enabled: bool = True
     neighbours: int = Field(3, ge=0, description="solutions of the nearest earlier trials tried as warm starts")
@@ -246,6 +281,7 @@ class StudyFile(_Strict):
     solver: SolverConfig = Field(default_factory=lambda: SolverConfig(time_limit_s=10.0))
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     imports: list[str] = Field(default_factory=list)
 
@@ -375,6 +411,13 @@ def load_study(path: str | Path) -> StudyFile:
 
 def study_digest(study: StudyFile) -> str:
     """Content hash of everything that defines the trials (used to refuse resuming a different study)."""
-    data = study.model_dump(mode="json", exclude={"budget", "storage", "description"})
+    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description"})
     text = yaml.safe_dump(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_imports(study: StudyFile, allowed: bool, source: str) -> None:
+    """``imports:`` runs Python code: refused (one line) unless the user passed ``--allow-imports``."""
+    if study.imports and not allowed:
+        raise InputError(source, "imports", f"the study imports {', '.join(study.imports)}, which runs their code; "
+                         "pass --allow-imports if you trust these modules")

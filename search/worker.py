@@ -8,10 +8,14 @@ For the grid sampler it enqueues the whole sweep once, at creation.
 :func:`run_worker` repeats, until the study holds ``n_trials`` finished (COMPLETE) trials or the time
 budget is spent: under the :class:`~solvermap.search.storage.SlotLock`, fail stale trials and count;
 if finished + running trials already reach the target, wait for the others; else ask a trial (a
-re-queued retry first), claim it and start its heartbeat; evaluate; set constraints and user
-attributes; tell. An exception inside a trial fails that trial (its message in the user attribute
+re-queued retry first); then, with the lock released, claim it and start its heartbeat; evaluate; set
+constraints and user attributes; tell. An exception inside a trial fails that trial (its message in the user attribute
 ``error``) and the loop goes on; a :class:`~solvermap.search.evaluate.StudyError` or Ctrl-C fails the
-trial and stops the worker; after Ctrl-C the interrupted trial is re-queued, so a resumed study runs it.
+trial and stops the worker; after Ctrl-C, or :class:`WorkerStopped` (how a batch worker stops on
+SLURM's SIGTERM or time-limit signal, :mod:`.batch`), the interrupted trial is failed and re-queued at
+once, under the slot lock, so another worker or a resumed study runs it — unless it finished meanwhile.
+Native solver code may swallow an exception raised by a signal handler, so ``stop_check`` is also
+called between trials: a stop that arrived during a solve ends the worker after that trial is told.
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ from solvermap.search.storage import Heartbeat, RetryStaleTrial, SlotLock, claim
 from solvermap.search.study_file import StudyFile, study_digest
 
 META_ATTR = "solvermap"
+
+
+class WorkerStopped(BaseException):
+    """A worker told to stop by a signal (a batch job's SIGTERM or time-limit warning); not an
+    ``Exception``, so that no trial handler mistakes it for a broken trial, and not a ``SystemExit``,
+    which native code that swallows it would turn into an immediate exit."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(f"signal {signal.Signals(signum).name}")
+        self.signum = signum
 
 
 def quiet_optuna() -> None:
@@ -80,8 +96,11 @@ def open_study(spec: StudyFile, url: str, *, n_trials: int | None = None, worker
         names = {s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
         if spec.name not in names and not create:
             raise InputError("--storage", redact(url), f"no study named {spec.name!r} in this storage")
-        study = optuna.create_study(study_name=spec.name, storage=storage, sampler=sampler,
-                                    directions=spec.directions, load_if_exists=True)
+        if spec.name in names:  # loading, not create_study(load_if_exists): no failed INSERT per worker
+            study = optuna.load_study(study_name=spec.name, storage=storage, sampler=sampler)
+        else:
+            study = optuna.create_study(study_name=spec.name, storage=storage, sampler=sampler,
+                                        directions=spec.directions)
         meta = study.user_attrs.get(META_ATTR)
         if meta is None:
             study.set_user_attr(META_ATTR, {"digest": digest, "objectives": [o.label for o in spec.objectives],
@@ -133,17 +152,18 @@ def result_attr(result: TrialResult) -> dict[str, Any]:
 
 def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | None = None, label: str = "main",
                on_trial: Callable[[int, TrialResult | None, int], None] | None = None,
-               poll_s: float = 0.5) -> WorkerReport:
+               poll_s: float = 0.5, stop_check: Callable[[], None] | None = None) -> WorkerReport:
     """Run trials until the study holds ``handle.n_trials`` finished trials (module docstring).
 
-    ``on_trial(number, result or None if the trial failed, finished trials in the study)`` follows each trial."""
-    import optuna
-
+    ``on_trial(number, result or None if the trial failed, finished trials in the study)`` follows each
+    trial; ``stop_check()`` runs before each trial is asked for and may raise :class:`WorkerStopped`."""
     study, spec = handle.study, handle.spec
     report = WorkerReport(label)
     start = time.monotonic()
     checked = -math.inf  # when stale trials were last looked for
     while True:
+        if stop_check is not None:
+            stop_check()
         if timeout_s is not None and time.monotonic() - start > timeout_s:
             break
         with handle.lock.hold():
@@ -162,44 +182,70 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
                 with warnings.catch_warnings():
                     quiet_optuna()
                     trial = study.ask()
-                claim(study._storage, trial._trial_id, label)
         if trial is None:
             time.sleep(poll_s)  # the remaining trials run elsewhere; wait for them (or for them to go stale)
             continue
         report.started += 1
-        result: TrialResult | None = None
         try:
-            with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
-                config = suggest(spec.space, trial)
-                result = evaluator.evaluate(config, number=trial.number)
-        except KeyboardInterrupt:
-            _tell_failed(study, trial, "interrupted")
-            RetryStaleTrial(spec.storage.max_retry)(study, study._storage.get_trial(trial._trial_id))  # resume re-runs it
+            claim(study._storage, trial._trial_id, label)  # outside the lock: it is held as briefly as possible
+            result = _run_trial(study, trial, spec, evaluator, report, on_trial, c["complete"])
+        except (KeyboardInterrupt, WorkerStopped, SystemExit) as exc:  # Ctrl-C, or a batch job told to stop
+            _give_back(handle, trial, "interrupted" if isinstance(exc, KeyboardInterrupt) else f"worker stopped: {exc}")
             raise
-        except (StudyError, InputError):
-            _tell_failed(study, trial, "stopped")
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken trial must not end the study
-            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            report.failed += 1
-            report.errors.append(f"trial {trial.number}: {message}")
-            _tell_failed(study, trial, message)
-            if on_trial is not None:
-                on_trial(trial.number, None, c["complete"])
-            continue
-        try:
-            for key, value in result.constraints.items():
-                trial.set_constraint(key, value)
-            trial.set_user_attr("result", result_attr(result))
-            study.tell(trial, result.values)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            report.lost += 1  # declared stale meanwhile; its retry re-runs it
-            continue
-        report.completed += 1
-        report.infeasible += 0 if result.feasible else 1
-        if on_trial is not None:
+        if result is not None and on_trial is not None:
             on_trial(trial.number, result, c["complete"] + 1)
     return report
+
+
+def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, report: WorkerReport,
+               on_trial: Callable[[int, TrialResult | None, int], None] | None, finished: int) -> TrialResult | None:
+    """Evaluate one claimed trial and tell the storage; the result, or None when the trial failed or was lost."""
+    import optuna
+
+    try:
+        with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
+            config = suggest(spec.space, trial)
+            result = evaluator.evaluate(config, number=trial.number)
+    except (StudyError, InputError):
+        _tell_failed(study, trial, "stopped")
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken trial must not end the study
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        report.failed += 1
+        report.errors.append(f"trial {trial.number}: {message}")
+        _tell_failed(study, trial, message)
+        if on_trial is not None:
+            on_trial(trial.number, None, finished)
+        return None
+    try:
+        for key, value in result.constraints.items():
+            trial.set_constraint(key, value)
+        trial.set_user_attr("result", result_attr(result))
+        study.tell(trial, result.values)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        report.lost += 1  # declared stale meanwhile; its retry re-runs it
+        return None
+    report.completed += 1
+    report.infeasible += 0 if result.feasible else 1
+    return result
+
+
+def _give_back(handle: StudyHandle, trial: Any, message: str) -> None:
+    """Fail a trial this worker cannot finish and queue it again, so that another worker (or a resumed
+    study) runs it; a trial that finished meanwhile is left alone, so nothing runs twice. Under the slot
+    lock: a worker counting trials in between would see one trial fewer and start a new one."""
+    import optuna
+    from optuna.trial import TrialState
+
+    study = handle.study
+    storage = study._storage
+    with handle.lock.hold():
+        try:
+            storage.set_trial_user_attr(trial._trial_id, "error", message)
+            if storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                RetryStaleTrial(handle.spec.storage.max_retry)(study, storage.get_trial(trial._trial_id))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass
 
 
 def _tell_failed(study: Any, trial: Any, message: str) -> None:

@@ -6,16 +6,20 @@ YAML (all keys optional except ``workload`` and ``target``)::
     target: {name: plasticine, overrides: {pcu.stages: 4}}   # or just: target: plasticine
     solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
     decisions: {partition: {variant: table42, solver: {backend: highs}}}
+    export: {hpvm_config: confs.txt}        # files a pipeline writes besides the run directory
     seed: 0
 
 ``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
 workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
-``decisions.partition.variant=table42``, ``seed=3``. The run seed is the solver seed unless
-``solver.seed`` is set explicitly.
+``decisions.partition.variant=table42``, ``export.hpvm_config=confs.txt``, ``seed=3``. The run seed is the
+solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes besides its run
+directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,13 @@ class TargetRef(BaseModel):
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExportConfig(BaseModel):
+    """Files a pipeline writes besides the run directory (each pipeline lists the ones it writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hpvm_config: str | None = None  # approxhpvm: the chosen configurations in HPVM's tuner format
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -45,6 +56,7 @@ class RunConfig(BaseModel):
     target: TargetRef
     solver: SolverConfig = Field(default_factory=SolverConfig)
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    export: ExportConfig = Field(default_factory=ExportConfig)
     seed: int = Field(0, ge=0)
 
     @field_validator("workload", mode="before")
@@ -80,30 +92,37 @@ def parse_set(items: list[str]) -> list[tuple[str, Any]]:
 
 def build_config(
     *,
-    config_file: str | None = None,
+    config_file: str | Path | Mapping[str, Any] | None = None,
     workload: str | None = None,
     target: str | None = None,
     solver: str | None = None,
     time_limit: float | None = None,
     sets: list[str] | None = None,
     defaults: dict[str, Any] | None = None,
+    overrides: list[tuple[str, Any]] | None = None,
 ) -> RunConfig:
-    """Merge (defaults ← config file ← flags ← --set) into a validated :class:`RunConfig`."""
+    """Merge (defaults ← config file ← flags ← ``--set`` items ← ``overrides``, parsed ``--set`` pairs) into a
+    validated :class:`RunConfig`. ``config_file`` is a YAML file or a mapping of the same shape."""
     data: dict[str, Any] = {"workload": {"name": ""}, "target": {"name": ""}, "solver": {}, "decisions": {}}
     for key, value in (defaults or {}).items():
         data[key] = value
     source = "command line"
-    if config_file:
-        source = config_file
+    if isinstance(config_file, Mapping):
+        source, loaded = "config", dict(config_file)
+    elif config_file:
+        source = str(config_file)
         path = Path(config_file)
-        if not path.exists():
-            raise InputError(config_file, "", "no such file")
+        if not path.is_file():
+            raise InputError(source, "", "no such file" if not path.exists() else "not a file")
         try:
-            loaded = yaml.safe_load(path.read_text()) or {}
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
-            raise InputError(config_file, "", f"invalid YAML: {exc}") from None
+            raise InputError(source, "", f"invalid YAML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(source, "", f"unreadable: {exc}") from None
+    if config_file:
         if not isinstance(loaded, dict):
-            raise InputError(config_file, "", "expected a YAML mapping")
+            raise InputError(source, "", "expected a YAML mapping")
         for key, value in loaded.items():
             if key in ("workload", "target") and isinstance(value, str):
                 value = {"name": value}
@@ -118,9 +137,15 @@ def build_config(
     if solver:
         data["solver"]["backend"] = solver
     if time_limit is not None:
+        try:
+            time_limit = float(time_limit)
+        except (TypeError, ValueError):
+            raise InputError("--time-limit", "", f"{time_limit!r} is not a number of seconds") from None
+        if not math.isfinite(time_limit) or time_limit <= 0:
+            raise InputError("--time-limit", "", f"{time_limit:g} is not a positive number of seconds")
         data["solver"]["time_limit_s"] = time_limit
-    for key, value in parse_set(sets or []):
-        _apply_set(data, key, value)
+    for key, value in [*parse_set(sets or []), *(overrides or [])]:
+        _apply_set(data, str(key), value)
     if not data["workload"].get("name"):
         raise InputError(source, "workload", "missing (pass --workload or set it in the config file)")
     if not data["target"].get("name"):
@@ -151,10 +176,12 @@ def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
+    elif head == "export" and rest:
+        data.setdefault("export", {})[rest] = value
     elif head in ("workload", "target") and rest == "name":
         data[head]["name"] = value
     elif head == "seed" and not rest:
         data["seed"] = value
     else:
         raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
-                         "decisions.<decision>.<option> or seed")
+                         "decisions.<decision>.<option>, export.<file> or seed")

@@ -33,3 +33,9 @@ class InfeasibleError(SolvermapError):
 
 class UnknownNameError(SolvermapError):
     """An unknown workload, target, decision or option name."""
+
+
+class StrictError(SolvermapError):
+    """``--strict``: a decision fell back to a baseline (its solver answer failed the check); exit status 3."""
+
+    exit_code = 3

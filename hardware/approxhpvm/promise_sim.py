@@ -13,11 +13,13 @@ Functional model (eq. 4.2, L788–790)
 Timing and energy of one task on the SoC (ApproxHPVM, L1179–1181)
     A weight matrix N × M is cut into R = ⌈N/128⌉ × ⌈M/128⌉ bank tiles. If fewer than ``banks`` tiles are
     needed, the tiles are replicated so that every bank works; otherwise the task runs in ⌈tiles/banks⌉
-    passes. One row op (a 128-element partial dot product) takes ``dot_ns`` and costs
-    ``dot_energy_pj[s]``. Partial sums of dot products longer than 128 are reduced at ``reduction_ns``
-    and ``reduction_pj``. DRAM moves the weights (1 byte each, once per pass), the input (in the producer's
-    format) and the output (in the consumer's format) at 33 GB/s and 20 pJ/bit. Time adds the phases
-    (load, compute, write back), as the seed's four-step model does.
+    passes. One row op (a 128-element partial dot product) takes ``dot_ns`` and costs ``dot_energy(s)``
+    (a table, or Table 4.3's aREAD + sign_mult at the level's swing plus the ADC). Partial sums of dot products
+    longer than 128 are reduced at ``reduction_ns`` and ``reduction_pj`` (0 ns in the calibrated preset: the
+    Class-4 accumulation, 4 cycles, hides under T_P, L631). With ``soc_static_energy`` every active bank leaks
+    0.6 pJ and the controller draws 5.4 pJ per cycle (Table 4.3). DRAM moves the weights (1 byte each, once per
+    pass) here; the input and output move on the edges (:mod:`.gpu_cost`) at 33 GB/s and 20 pJ/bit. Time adds
+    the phases (load, compute, write back), as the seed's four-step model does.
 
 Compute-only energy of Ch. 4 (eq. 4.4, L856)
     E = Σ_class E_class + E_leak + E_ctrl per decision, with weights resident in the banks. T_P is the
@@ -30,8 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 
 
 def quantize(x: np.ndarray, bits: int, signed: bool = True) -> np.ndarray:
@@ -62,6 +68,21 @@ def noisy_dot(x2d: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator
     return exact + sigma * rng.standard_normal(exact.shape)
 
 
+def noisy_conv(x: np.ndarray, w: np.ndarray, window, f: float, rng: np.random.Generator, *, data_bits: int = 8,
+               weight_bits: int = 7) -> np.ndarray:
+    """A convolution on PROMISE: :func:`noisy_dot` of its patch matrix and weights, with the patch products
+    computed a few images at a time (the per-tensor scale of the patches is that of the input)."""
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import conv_output, conv_product
+
+    xq = quantize(x, data_bits)
+    wq = quantize_weights(w, weight_bits)
+    exact = conv_product(xq, wq, window)
+    sigma = f * np.sqrt(conv_product(xq * xq, wq * wq, window))
+    out = exact + sigma * rng.standard_normal(exact.shape)
+    n, _, h, wd = x.shape
+    return conv_output(out, n, window.out_size(h), window.out_size(wd))
+
+
 def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator, kind: str, *,
                    data_bits: int = 8, weight_bits: int = 7, chunk: int = 64) -> np.ndarray:
     """Distances (Q queries × M stored rows) computed as Σ|Ŵ−X| (``l1``) or Σ(Ŵ−X)² (``l2``), Ŵ noisy per read."""
@@ -74,6 +95,23 @@ def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Genera
         diff = w_hat - q[:, None, :]
         out[start:start + chunk] = np.abs(diff).sum(axis=2) if kind == "l1" else (diff * diff).sum(axis=2)
     return out
+
+
+def kernel_decisions(kernel: PromiseKernel, f: float, rng: np.random.Generator, *, data_bits: int = 8,
+                     weight_bits: int = 7) -> np.ndarray:
+    """A single-task PROMISE kernel's decisions with its task on the functional model at swing factor ``f``.
+
+    Dot-product kernels read W once per query block (:func:`noisy_dot`), distance kernels per element
+    (:func:`noisy_distance`); the kernel's own rule turns the scores into decisions. (linreg has four tasks,
+    each at its own swing: the ApproxHPVM mapper aggregates its sums task by task.)
+    """
+    if kernel.kind == "linreg":
+        raise ValueError("linreg has four tasks with a swing each; run its sums task by task")
+    if kernel.kind == "dot":
+        scores = noisy_dot(kernel.x, kernel.w.T, f, rng, data_bits=data_bits, weight_bits=weight_bits)
+    else:
+        scores = noisy_distance(kernel.x, kernel.w, f, rng, kernel.kind, data_bits=data_bits, weight_bits=weight_bits)
+    return kernel.decide(scores)
 
 
 @dataclass(frozen=True)
@@ -115,6 +153,9 @@ def task_cost(spec, *, dot_length: int, outputs_per_image: int, weight_cols: int
     reductions = float(batch) * outputs_per_image * (rows - 1)
     compute_s = math.ceil(row_ops / active) * p.dot_ns * 1e-9 + math.ceil(reductions / active) * p.reduction_ns * 1e-9
     compute_j = row_ops * p.dot_energy(level) * 1e-12 + reductions * p.reduction_pj * 1e-12
+    if p.soc_static_energy:  # Table 4.3: leakage of every active bank and the controller, per cycle
+        cycles = compute_s * p.clock_ghz * 1e9
+        compute_j += cycles * (p.leakage_pj_per_cycle_bank * active + p.ctrl_pj_per_cycle) * 1e-12
     weight_bytes = float(dot_length) * weight_cols * passes
     moved = weight_bytes + in_bytes + out_bytes
     dram_s = moved / (dram.bandwidth_gbs * 1e9)
@@ -147,7 +188,7 @@ def kernel_energy(spec, *, kind: str, dot_length: int, rows: int, level: int, ba
     """
     p = spec.promise
     class1, class2 = VECOPS[kind]
-    scale = p.dot_energy(level) / p.dot_energy(7)
+    scale = p.swing_scale(level)
     chunks = math.ceil(dot_length / p.bank_rows)
     vector_ops = chunks * rows
     tiles = chunks * math.ceil(rows / p.bank_words)

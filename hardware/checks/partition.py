@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
+
 from solvermap.formulations.problems.partition import PartitionDecision, PartitionProblem
 from solvermap.results import CheckReport
 
@@ -208,33 +210,12 @@ def _check_fixed(problem, decision, assign, declared, report) -> None:
 
 
 def _find_cycle(succ: dict[int, set[int]]) -> list[int]:
-    colour: dict[int, int] = {}
-    stack: list[int] = []
-
-    def visit(n: int) -> list[int]:
-        colour[n] = 1
-        stack.append(n)
-        for q in sorted(succ.get(n, ())):
-            if colour.get(q) == 1:
-                return stack[stack.index(q):] + [q]
-            if colour.get(q) is None:
-                found = visit(q)
-                if found:
-                    return found
-        colour[n] = 2
-        stack.pop()
-        return []
-
-    import sys
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(succ) + 100))
+    """A cycle of the bin graph as [b0, b1, ..., b0] (depth first from the smallest bin), or []."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted(succ))
+    graph.add_edges_from((p, q) for p in sorted(succ) for q in sorted(succ[p]))
     try:
-        for n in sorted(succ):
-            if colour.get(n) is None:
-                found = visit(n)
-                if found:
-                    return found
-    finally:
-        sys.setrecursionlimit(limit)
-    return []
+        edges = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        return []
+    return [p for p, _ in edges] + [edges[-1][1]]

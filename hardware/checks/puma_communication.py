@@ -12,8 +12,8 @@ Rules:
 
 from __future__ import annotations
 
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import Communication, PumaPlacement
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem
 from solvermap.results import CheckReport
 
 

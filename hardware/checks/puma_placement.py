@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import PumaPlacement
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem
 from solvermap.results import CheckReport
 
 

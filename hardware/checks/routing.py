@@ -19,7 +19,7 @@ Rules (stable names for mutation tests):
 
 from __future__ import annotations
 
-from collections import deque
+import networkx as nx
 
 from solvermap.formulations.problems.routing import Link, Node, RouteNet, Routes, RoutingProblem
 from solvermap.results import CheckReport
@@ -50,14 +50,8 @@ def check_tree(report: CheckReport, problem: RoutingProblem, net: RouteNet, tree
             report.add("tree", f"net {net.name!r}: a link enters the source {node}")
         elif count > 1:
             report.add("tree", f"net {net.name!r}: node {node} is entered by {count} links")
-    reached = {net.source}
-    queue = deque([net.source])
-    while queue:
-        a = queue.popleft()
-        for b in kids.get(a, []):
-            if b not in reached:
-                reached.add(b)
-                queue.append(b)
+    graph = nx.DiGraph([(a, b) for a, bs in kids.items() for b in bs])
+    reached = {net.source} | (nx.descendants(graph, net.source) if net.source in graph else set())
     for a, b in tree:
         if a not in reached:
             report.add("tree", f"net {net.name!r}: link {a}->{b} is not reachable from the source {net.source}")

@@ -18,8 +18,6 @@ Rules (stable names for mutation tests):
 
 from __future__ import annotations
 
-from collections import deque
-
 import networkx as nx
 
 from solvermap.formulations.problems.vc_allocation import VcAssignment, VcPath, VcProblem
@@ -27,23 +25,15 @@ from solvermap.results import CheckReport
 
 
 def _is_tree(path: VcPath, tree: tuple) -> bool:
-    kids: dict = {}
     entered: dict = {}
     for a, b in tree:
         if abs(a[0] - b[0]) + abs(a[1] - b[1]) != 1:
             return False
-        kids.setdefault(a, []).append(b)
         entered[b] = entered.get(b, 0) + 1
     if any(v > 1 for v in entered.values()) or path.source in entered:
         return False
-    seen = {path.source}
-    queue = deque([path.source])
-    while queue:
-        a = queue.popleft()
-        for b in kids.get(a, []):
-            if b not in seen:
-                seen.add(b)
-                queue.append(b)
+    graph = nx.DiGraph(list(tree))
+    seen = {path.source} | (nx.descendants(graph, path.source) if path.source in graph else set())
     return all(s in seen for s in path.sinks) and all(a in seen for a, _ in tree)
 
 

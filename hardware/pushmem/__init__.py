@@ -5,10 +5,13 @@ An island-style CGRA of 16-bit PE tiles and MEM tiles (one in four tiles is a ME
 ``fetch_width`` 16-bit words per access (001:L250), an aggregator (AGG) per input port and a transpose
 buffer (TB) per output port of 4–8 words each (001:L160), and ID/AG/SG address and schedule generators.
 A tile serves at most ``tile_accesses_per_cycle`` word accesses per cycle (001:L248: "up to 4 memory
-operations per cycle"). Shift registers (SR) are PE-side registers (001:L256).
+operations per cycle"). Shift registers (SR) are PE-side registers (001:L256). Input tiles reach the
+array through a double-buffered global buffer loaded from DRAM; the whole array stalls when a tile is late
+(001:L299-L301).
 
 Modules beside this one: :mod:`~solvermap.hardware.pushmem.cost` (Table II energy/area model) and
-:mod:`~solvermap.hardware.pushmem.simulator` (cycle-level simulator of a mapped program).
+:mod:`~solvermap.hardware.pushmem.config` (what the mapper programs into each unit) and
+:mod:`~solvermap.hardware.pushmem.simulator` (cycle-level simulator of a configuration).
 Numbers that are not in the seed are listed in the preset's ``assumptions`` with the seed line that is
 silent or damaged.
 """
@@ -66,6 +69,8 @@ class PushMemTarget(TargetSpec):
     pe_op_latency: int = Field(1, ge=1, description="cycles per PE operation (registered output)")
     mem_tiles: int = Field(gt=0, description="MEM tiles on the array (1/4 of the tiles, 001:L293)")
     pe_tiles: int = Field(gt=0, description="PE tiles on the array")
+    dram_words_per_cycle: float = Field(4.0, gt=0, description="DRAM → global buffer words per CGRA cycle (not in the seed)")
+    glb_slots: int = Field(2, ge=1, description="tiles of each input tensor the global buffer holds (double-buffered, 001:L301)")
     memory: MemoryVariant = Field("sp_wide", description="which Table II design the MEM tiles implement")
     designs: dict[str, MemoryDesign]
     costs: CostModel

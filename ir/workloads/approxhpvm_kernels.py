@@ -14,10 +14,12 @@ workload            computation (vecOp / redOp)             data                
 
 The digits are 8×8 and are upsampled to 16×16 (N = 256) to match the seed's 16² kernels (assumption A11).
 Each kernel is one PROMISE AbstractTask (L747), except ``linreg`` with four (mean, mean, square, sign_mult).
-:meth:`PromiseKernel.decisions` runs the kernel exactly, or on the PROMISE functional model at a swing. The
-mismatch is p_model − p_PROMISE (L782): the accuracy the PROMISE run loses against the exact run, measured on
-the true labels. For ``linreg``, which is not a
-classifier (the seed leaves it out of its swing study, L869), it is the relative error of the slope.
+:meth:`PromiseKernel.decisions` runs the kernel exactly; the PROMISE functional model
+(``solvermap.hardware.approxhpvm.promise_sim.kernel_decisions``) runs it at a swing and applies the kernel's
+own decision rule (:meth:`PromiseKernel.decide`), so the IR knows no hardware.
+The mismatch is p_model − p_PROMISE (L782): the accuracy the PROMISE run loses against the exact run,
+measured on the true labels. For ``linreg``, which is not a classifier (the seed leaves it out of its swing
+study, L869), it is the relative error of the slope.
 """
 
 from __future__ import annotations
@@ -57,49 +59,39 @@ class PromiseKernel:
     description: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def scores(self, level_f: float | None, rng: np.random.Generator | None = None, data_bits: int = 8,
-               weight_bits: int = 7) -> np.ndarray:
-        """Scores of every query against every stored row; ``level_f`` None = exact, else PROMISE at f."""
-        from solvermap.hardware.approxhpvm.promise_sim import noisy_distance, noisy_dot
-
+    def scores(self) -> np.ndarray:
+        """Exact scores of every query against every stored row: dot products, or L1 / L2 distances."""
         if self.kind == "dot":
-            if level_f is None:
-                return self.x @ self.w.T
-            return noisy_dot(self.x, self.w.T, level_f, rng, data_bits=data_bits, weight_bits=weight_bits)
-        if level_f is None:
-            diff = self.w[None, :, :] - self.x[:, None, :]
-            return np.abs(diff).sum(axis=2) if self.kind == "l1" else (diff * diff).sum(axis=2)
-        return noisy_distance(self.x, self.w, level_f, rng, self.kind, data_bits=data_bits, weight_bits=weight_bits)
+            return self.x @ self.w.T
+        diff = self.w[None, :, :] - self.x[:, None, :]
+        return np.abs(diff).sum(axis=2) if self.kind == "l1" else (diff * diff).sum(axis=2)
 
-    def decisions(self, level_f: float | None = None, rng: np.random.Generator | None = None, **bits) -> np.ndarray:
-        if self.kind == "linreg":
-            return np.array([self._slope(level_f, rng, **bits)])
-        s = self.scores(level_f, rng, **bits)
+    def decide(self, scores: np.ndarray) -> np.ndarray:
+        """The kernel's decision for every query from its scores (exact, or PROMISE's: ``promise_sim``)."""
         if self.name == "matched_filter":
-            return (s[:, 0] > self.threshold).astype(int)
+            return (scores[:, 0] > self.threshold).astype(int)
         if self.name == "svm":
-            return (s[:, 0] + self.bias > 0).astype(int)
+            return (scores[:, 0] + self.bias > 0).astype(int)
         if self.name.startswith("template"):
-            return np.argmin(s, axis=1)
-        nearest = np.argsort(s, axis=1, kind="stable")[:, :3]
+            return np.argmin(scores, axis=1)
+        nearest = np.argsort(scores, axis=1, kind="stable")[:, :3]
         votes = self.labels[nearest]
         return np.array([np.bincount(v, minlength=10).argmax() for v in votes])
 
-    def _slope(self, level_f, rng, data_bits: int = 8, weight_bits: int = 7) -> float:
-        from solvermap.hardware.approxhpvm.promise_sim import noisy_dot
-
+    def slope(self) -> float:
+        """linreg, exactly: slope = Σ(x−x̄)(y−ȳ) / Σ(x−x̄)²."""
         x, y = self.x[:, 0], self.y
         n = len(x)
-
-        def agg(a, b):  # Σ a·b on PROMISE (chunks of 128, charge-sharing aggregation) or exactly
-            if level_f is None:
-                return float(a @ b)
-            return float(noisy_dot(a[None, :], b[:, None], level_f, rng, data_bits=data_bits, weight_bits=weight_bits)[0, 0])
-
         ones = np.ones(n)
-        mx, my = agg(x, ones) / n, agg(y, ones) / n
+        mx, my = float(x @ ones) / n, float(y @ ones) / n
         dx, dy = x - mx, y - my
-        return agg(dx, dy) / agg(dx, dx)
+        return float(dx @ dy) / float(dx @ dx)
+
+    def decisions(self) -> np.ndarray:
+        """The exact run's decisions (the slope for linreg)."""
+        if self.kind == "linreg":
+            return np.array([self.slope()])
+        return self.decide(self.scores())
 
     def accuracy(self, decisions: np.ndarray) -> float:
         return float(np.mean(decisions == self.truth))
@@ -113,7 +105,7 @@ class PromiseKernel:
 
     def exact(self) -> np.ndarray:
         if "exact" not in self.meta:
-            self.meta["exact"] = self.decisions(None)
+            self.meta["exact"] = self.decisions()
         return self.meta["exact"]
 
 

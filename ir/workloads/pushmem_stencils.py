@@ -4,9 +4,29 @@ Each program is what the Halide frontend hands the push-memory backend after sch
 L208-L210): one statement per Halide stage (``store_at`` buffers everything, sch3 of Table V),
 reductions fully unrolled into the expression and constant kernels inlined (001:L210). Every program
 streams its input through an ``hw_input`` copy (the input buffer Table VII counts) and ends with an
-``hw_output`` stage that streams to the global buffer (001:L299). Image size defaults to 64x64: the
-seed's optimised completion times (~4100 cycles, Table VI) and its 64-cycle row distance (001:L256)
-imply 64-wide rows, and with that size the sequential-word column of Table VII is reproduced exactly
+``hw_output`` stage that streams to the global buffer (001:L299).
+
+Image size. The seed states none for its tables (001:L329: "smaller problem sizes"); its running example
+has 64-pixel rows (distances 0, 1, 64, 65, 001:L256; "a maximum of 64 live pixels", 001:L280). The
+default ``size`` is the input image edge, 64, which is the size the seed authors' public Halide
+generators (github.com/StanfordAHA/Halide-to-Hardware, ``apps/hardware_benchmarks``) give the
+accelerated region of each app:
+
+* gaussian: ``gaussian/gaussian_generator.cpp`` (commit 04b3c08): ``imgSize = 64-blockSize+1`` outputs
+  of a 3x3 window, so a 64x64 input;
+* harris: ``harris/process.cpp`` (04b3c08): ``input = Buffer<uint8_t>(64, 64)``, output 58x58;
+* upsample: ``tests/up_sample/up_sample_generator.cpp`` (04b3c08): ``hw_output.tile(..., 128, 128)`` of a
+  2x nearest-neighbour up-sampling, so a 64x64 input (the same file also bounds ``output`` to 64, a
+  contradiction we resolve by the accelerated tile);
+* unsharp: ``unsharp/unsharp_generator.cpp`` (01602c1): ``hw_output.tile(..., 60, 60)`` after a 5x5 blur,
+  so 64x64;
+* camera: ``camera_pipeline/camera_pipeline_generator.cpp`` (076f22b): ``tile(..., 64-6, 64-6)`` outputs
+  of a 64x64 raw image.
+
+The 64x64 default was first inferred from the seed's cycle counts (~4100 optimised cycles, Table VI);
+the generators above are the source that now fixes it. Our kernels are not those generators' kernels
+(unsharp here is single-channel with a 3-tap blur; camera demosaics at Bayer-quad resolution; see
+``studies/pushmem/README.md``). With 64x64 the sequential-word column of Table VII is reproduced exactly
 for gaussian (4096 + 2*62^2 = 11784), harris (41080) and upsample (20480).
 
 The NumPy golden model of every program is :func:`solvermap.ir.loopnest.evaluate`.

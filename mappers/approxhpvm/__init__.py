@@ -12,13 +12,17 @@
 Workloads: ``lenet``, ``dnn1``, ``dnn2``, ``dnn3``, ``promise_mlp`` (trained networks; every step) and the PROMISE
 kernels ``matched_filter``, ``template_l1/l2``, ``svm``, ``knn_l1/l2``, ``linreg`` (``swing`` only).
 
-Options (``--set decisions.<step>.<key>=v``): fuse.objective (time|energy); budget.loss_limit (default the
-target's, 0.01), budget.cost_function (energy|C1|C2|C3; default energy: the knob MILP's energy or time, per
-knobs.objective, inside the level search, see formulations/accuracy_budget.py; the seed's proxies C1..C3 run
-beside it, ``top`` accepted configurations each), budget.explore (candidates the energy search may verify after
-its first acceptance), budget.top, budget.mc_runs, budget.method (milp|convex), budget.repeats,
-budget.optuna_trials; knobs.objective (energy|time), knobs.allowed (list of knobs),
-knobs.mc_runs; swing.p_m, swing.bound (measured|sakr), swing.runs.
+Options (``--set decisions.<step>.<key>=v``): the descriptors' ``FuseOptions``, ``BudgetOptions``,
+``KnobsOptions`` and ``SwingOptions`` in :mod:`solvermap.mappers.decisions` (``solvermap decisions --json``
+shows types, ranges and defaults). budget.cost_function "energy" (default) is the knob MILP's energy or time,
+per knobs.objective, inside the level search (formulations/accuracy_budget.py); the seed's proxies C1..C3 run
+beside it, ``top`` accepted configurations each; knobs.layer_screen (true: after a failed mapping,
+cut its layers that fail alone, :mod:`.layer_screen`).
+
+Export (``--set export.hpvm_config=PATH``): the knobs step writes the all-FP32 baseline and the chosen mapping in
+HPVM's tuner configuration format (:mod:`.hpvm_config`); ``solvermap hpvm-config PATH --workload W``
+(``solvermap/hpvm_config_command.py``) reads such a file (HPVM's own GPU-only files included) and evaluates every
+configuration.
 """
 
 from __future__ import annotations
@@ -26,21 +30,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solvermap.errors import InfeasibleError, InputError
-from solvermap.formulations import accuracy_budget, fusion, knob_mapping, swing
+from solvermap.formulations import knob_mapping
 from solvermap.formulations.problems import accuracy_budget as budget_types
 from solvermap.formulations.problems import fusion as fusion_types
 from solvermap.formulations.problems import knob_mapping as knob_types
 from solvermap.formulations.problems import swing as swing_types
-from solvermap.hardware.approxhpvm import KNOBS, PROMISE_KNOBS, check_supported, parse_knobs, validate_loss_limit
+from solvermap.hardware.approxhpvm import KNOBS, PROMISE_KNOBS, check_supported, parse_knobs
 from solvermap.hardware.approxhpvm.soc_sim import all_fp32, monte_carlo, op_errors, schedule_cost, schedule_units, Schedule
-from solvermap.hardware.checks import accuracy_budget as budget_check
-from solvermap.hardware.checks import fusion as fusion_check
 from solvermap.hardware.checks import knob_mapping as knob_check
-from solvermap.hardware.checks import swing as swing_check
 from solvermap.ir.graph import DataflowGraph
 from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, single_threaded_blas
-from solvermap.mappers.approxhpvm import baselines
+from solvermap.mappers.approxhpvm import hpvm_config
+from solvermap.mappers.approxhpvm.layer_screen import layer_screen
 from solvermap.mappers.approxhpvm.optuna_search import optuna_baseline
 from solvermap.mappers.approxhpvm.problems import (
     budget_problem,
@@ -53,7 +55,8 @@ from solvermap.mappers.approxhpvm.problems import (
     swing_problem_network,
 )
 from solvermap.mappers.approxhpvm.profiling import injection_monte_carlo, profile_sensitivity
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.decisions import BUDGET, FUSE, KNOB_MAPPING, SWING
+from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision
 
 
 # ---------------------------------------------------------------------- workload access
@@ -65,11 +68,33 @@ def _workload(ctx: Context):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
         return ir
+    if isinstance(ir, DataflowGraph) and str(ir.source).lower().endswith(".onnx"):
+        if "onnx_network" not in ctx.state:
+            ctx.state["onnx_network"] = onnx_network(ir.source)
+        return ctx.state["onnx_network"]
     if isinstance(ir, DataflowGraph):
         check_supported(ir, ctx.workload.name)
         raise InputError(ctx.workload.name, "workload", "a graph file carries no trained weights; the approxhpvm "
-                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp) and PROMISE kernels")
+                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp, *_mnist), ONNX "
+                         "models with weights and PROMISE kernels")
     raise InputError(ctx.workload.name, "workload", f"unsupported workload type {type(ir).__name__}")
+
+
+def onnx_network(path: str) -> TensorNetwork:
+    """An ONNX model with trained weights, evaluated on the built-in digits of its input shape (8×8 or 28×28)."""
+    from solvermap.ir.workloads.approxhpvm_mnist import digits_28
+    from solvermap.ir.workloads.approxhpvm_onnx import network_from_onnx
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import digits
+
+    net = network_from_onnx(path)
+    datasets = {(1, 8, 8): lambda: digits(image=True), (64,): digits, (1, 28, 28): digits_28,
+                (784,): lambda: digits_28(image=False)}
+    if tuple(net.input_shape) not in datasets:
+        raise InputError(path, "input", f"no built-in dataset has inputs of shape {tuple(net.input_shape)} (digits: "
+                         "(1, 8, 8), (64,), (1, 28, 28), (784,)); the approxhpvm pipeline needs one to test accuracy")
+    net.data = datasets[tuple(net.input_shape)]()
+    check_supported(net.graph, path)
+    return net
 
 
 def _network(ctx: Context, step: str) -> TensorNetwork | None:
@@ -82,22 +107,13 @@ def _network(ctx: Context, step: str) -> TensorNetwork | None:
     return ir
 
 
-def _choice(ctx: Context, step: str, key: str, default, choices):
-    value = ctx.option(step, key, default)
-    if value not in choices:
-        raise InputError(f"decisions.{step}", key, f"unknown value {value!r}; choose one of {', '.join(map(str, choices))}")
-    return value
-
-
-def _int(ctx: Context, step: str, key: str, default: int, low: int = 0) -> int:
-    value = ctx.option(step, key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InputError(f"decisions.{step}", key, f"must be an integer ≥ {low}, got {value!r}")
-    return value
-
-
 def _loss_limit(ctx: Context) -> float:
-    return validate_loss_limit(ctx.option("budget", "loss_limit", ctx.target.loss_limit), "decisions.budget")
+    limit = ctx.options_for(BUDGET).loss_limit
+    return ctx.target.loss_limit if limit is None else limit
+
+
+def _allowed_knobs(ctx: Context) -> tuple[str, ...]:
+    return parse_knobs(ctx.options_for(KNOB_MAPPING).allowed or KNOBS)
 
 
 # ---------------------------------------------------------------------- fuse
@@ -108,21 +124,13 @@ def _fusion_schedule(decision: fusion_types.FusionDecision, problem: fusion_type
     return Schedule(knobs, tuple(decision.groups))
 
 
-def _validate_options(ctx: Context) -> None:
-    """Malformed options fail before any expensive step (one line each)."""
-    _loss_limit(ctx)
-    parse_knobs(ctx.option("knobs", "allowed", list(KNOBS)))
-    _choice(ctx, "budget", "cost_function", budget_types.HARDWARE, budget_types.ALL_COST_FUNCTIONS)
-    _choice(ctx, "knobs", "objective", "energy", ("energy", "time"))
-    validate_loss_limit(ctx.option("swing", "p_m", ctx.target.mismatch_probability), "decisions.swing", "p_m")
-
-
 def step_fuse(ctx: Context):
-    _validate_options(ctx)
+    if ctx.export.get("hpvm_config"):  # an unwritable export path fails before any expensive step
+        hpvm_config.check_writable(ctx.export["hpvm_config"])
     net = _network(ctx, "fuse")
     if net is None:
         return None
-    objective = _choice(ctx, "fuse", "objective", "time", ("time", "energy"))
+    objective = ctx.options_for(FUSE).objective
     problem = fusion_problem(net, ctx.target, objective)
 
     def validate(problem, decision):
@@ -136,10 +144,7 @@ def step_fuse(ctx: Context):
                 "edges_internalized": internal, "edges": len(problem.edges), "latency_s": report.total.time_s,
                 "energy_j": report.total.energy_j}
 
-    decision, record = run_decision(
-        ctx, "fuse", problem, formulation=fusion, checker=fusion_check.check, objective=fusion_types.objective,
-        baselines={"seed-promise-patterns": baselines.seed_promise_patterns, "gpu-unfused": baselines.gpu_unfused},
-        validate=validate)
+    decision, record = run_decision(ctx, FUSE, problem, validate=validate)
     ctx.state["network"] = net
     return record
 
@@ -149,7 +154,7 @@ def step_fuse(ctx: Context):
 
 def _profile(ctx: Context, net: TensorNetwork):
     if "profile" not in ctx.state:
-        repeats = _int(ctx, "budget", "repeats", 3, 1)
+        repeats = ctx.options_for(BUDGET).repeats
         ctx.say(f"budget: profiling {len(net.ops)} ops × {ctx.target.noise.levels} levels × {repeats} injections")
         ctx.state["profile"] = profile_sensitivity(net, ctx.target, repeats=repeats, seed=ctx.seed)
     return ctx.state["profile"]
@@ -164,9 +169,9 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
     """The budget problem with its Monte Carlo oracle (cached per configuration and seed). Every measurement is
     recorded in ``ledger`` (default: the context's ``budget.ledger``), so the budget record can report the
     evaluations the solver path made and a competing search can be given the same number."""
-    limit = _loss_limit(ctx)
+    limit, options = _loss_limit(ctx), ctx.options_for(BUDGET)
     profile = _profile(ctx, net)
-    runs = _int(ctx, "budget", "mc_runs", ctx.target.mc_runs, 1)
+    runs = ctx.target.mc_runs if options.mc_runs is None else options.mc_runs
     ledger = ledger if ledger is not None else ctx.state.setdefault("budget.ledger", new_ledger())
     cache: dict = {}
 
@@ -174,13 +179,14 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
         config = tuple(sorted(levels.items()))
         key = (config, seed)
         if key not in cache:
+            ctx.say(f"budget: Monte Carlo test {len(cache) + 1} of a candidate ({runs} noisy runs)")
             cache[key] = injection_monte_carlo(net, ctx.target, levels, runs=runs, loss_limit=limit, seed=seed,
                                                pass_rate=ctx.target.pass_rate)
             ledger["configurations"].add(config)
             ledger["runs"] += cache[key]["runs"]
         return cache[key]
 
-    cost_function = _choice(ctx, "budget", "cost_function", budget_types.HARDWARE, budget_types.ALL_COST_FUNCTIONS)
+    cost_function = options.cost_function
     hardware = None
     if cost_function == budget_types.HARDWARE:
         if "budget.hardware" not in ctx.state:
@@ -188,21 +194,35 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
             groups = gpu_groups_for(net, ctx.target, fuse.groups, fuse.device) if fuse is not None else ()
             ctx.state["budget.hardware"] = hardware_cost(
                 net, ctx.target, profile, errors=_op_errors(ctx, net), gpu_groups=groups,
-                allowed=parse_knobs(ctx.option("knobs", "allowed", list(KNOBS))),
-                objective=_choice(ctx, "knobs", "objective", "energy", ("energy", "time")),
+                allowed=_allowed_knobs(ctx), objective=ctx.options_for(KNOB_MAPPING).objective,
                 config=ctx.solver_for("knobs"))
         hardware = ctx.state["budget.hardware"]
     return budget_problem(
         net, ctx.target, profile, loss_limit=limit, cost_function=cost_function,
-        top=_int(ctx, "budget", "top", 2, 1), mc_runs=runs,
-        method=_choice(ctx, "budget", "method", "milp", ("milp", "convex")), seed=ctx.seed, verify=verify,
-        hardware=hardware, explore=_int(ctx, "budget", "explore", 6, 0))
+        top=options.top, mc_runs=runs, method=options.method, seed=ctx.seed, verify=verify,
+        hardware=hardware, explore=options.explore)
 
 
 def _op_errors(ctx: Context, net: TensorNetwork):
     if "op_errors" not in ctx.state:
         ctx.state["op_errors"] = op_errors(net, ctx.target, seed=ctx.seed)
     return ctx.state["op_errors"]
+
+
+def optuna_budget(problem: budget_types.BudgetProblem, ctx: Context):
+    """The Optuna baseline: ``budget.optuna_trials`` distinct configurations, each screened by one injection run
+    as the seed's tuner evaluates a configuration (L1078); its runs count in the budget step's ledger."""
+    net, ledger = _workload(ctx), ctx.state["budget.ledger"]
+
+    ctx.say(f"budget: Optuna baseline, {ctx.options_for(BUDGET).optuna_trials} configurations, one noisy run each")
+
+    def screen(levels):
+        ledger["configurations"].add(tuple(sorted(levels.items())))
+        ledger["runs"] += 1
+        return injection_monte_carlo(net, ctx.target, levels, runs=1, loss_limit=problem.loss_limit,
+                                     seed=ctx.seed + 1)["loss_mean"]
+
+    return optuna_baseline(problem, ctx.options_for(BUDGET).optuna_trials, screen)
 
 
 def step_budget(ctx: Context):
@@ -212,17 +232,6 @@ def step_budget(ctx: Context):
     problem = make_budget_problem(ctx, net)
     ledger = ctx.state["budget.ledger"]
     profile = ctx.state["profile"]
-    trials = _int(ctx, "budget", "optuna_trials", 20, 0)
-
-    def screen(levels):  # one injection run, as the seed's tuner evaluates a configuration (L1078)
-        ledger["configurations"].add(tuple(sorted(levels.items())))
-        ledger["runs"] += 1
-        return injection_monte_carlo(net, ctx.target, levels, runs=1, loss_limit=problem.loss_limit,
-                                     seed=ctx.seed + 1)["loss_mean"]
-
-    candidates = {"uniform-level": baselines.uniform_level}
-    if trials:  # budget.optuna_trials = distinct configurations Optuna may evaluate
-        candidates["optuna"] = lambda p: optuna_baseline(p, trials, screen)
 
     def validate(problem, decision):
         mc = problem.verify(dict(decision.levels), problem.seed)
@@ -237,8 +246,7 @@ def step_budget(ctx: Context):
                 "configurations_measured": profile.configurations + len(ledger["configurations"]),
                 "injection_runs": profile.evaluations + ledger["runs"], "levels": dict(decision.levels)}
 
-    decision, record = run_decision(ctx, "budget", problem, formulation=accuracy_budget, checker=budget_check.check,
-                                    objective=budget_types.objective, baselines=candidates, validate=validate)
+    decision, record = run_decision(ctx, BUDGET, problem, validate=validate)
     return record
 
 
@@ -272,6 +280,7 @@ def knob_validation(ctx: Context, net: TensorNetwork, decision, problem, runs: i
     schedule = schedule_units(net, decision.knobs, groups)
     report = schedule_cost(net, spec, schedule)
     base = schedule_cost(net, spec, schedule_units(net, all_fp32(net), ()))
+    ctx.say(f"knobs: Monte Carlo test of the mapping ({runs} noisy runs)")
     mc = monte_carlo(net, spec, decision.knobs, runs=runs, loss_limit=limit, seed=ctx.seed)
     predicted = knob_types.objective(problem, decision)
     simulated = report.total.energy_j if problem.objective_name == "energy" else report.total.time_s
@@ -297,14 +306,14 @@ def step_knobs(ctx: Context):
     if net is None:
         return None
     spec = ctx.target
-    objective = _choice(ctx, "knobs", "objective", "energy", ("energy", "time"))
-    allowed = parse_knobs(ctx.option("knobs", "allowed", list(KNOBS)))
-    runs = _int(ctx, "knobs", "mc_runs", spec.mc_runs, 1)
+    options = ctx.options_for(KNOB_MAPPING)
+    objective, allowed = options.objective, _allowed_knobs(ctx)
+    runs = spec.mc_runs if options.mc_runs is None else options.mc_runs
     limit = _loss_limit(ctx)
     _op_errors(ctx, net)
     fuse = ctx.state.get("fuse")
     groups = gpu_groups_for(net, spec, fuse.groups, fuse.device) if fuse is not None else ()
-    max_validations = _int(ctx, "knobs", "max_validations", 6, 1)
+    max_validations = options.max_validations
 
     def solve_one(index, l1, l2, levels, failed):
         problem = knob_problem(net, spec, errors=ctx.state["op_errors"], l1_budget=l1, l2_budget=l2,
@@ -312,10 +321,7 @@ def step_knobs(ctx: Context):
         if knob_mapping.diagnose(problem):
             return None
         try:
-            decision, record = run_decision(
-                ctx, "knobs", problem, formulation=knob_mapping, checker=knob_check.check,
-                objective=knob_types.objective, baselines={"seed-least-accurate": baselines.seed_least_accurate},
-                serialize=lambda d, p=problem: {"knobs": dict(d.knobs), "layer_settings": d.layer_settings(p)})
+            decision, record = run_decision(ctx, KNOB_MAPPING, problem)
         except InfeasibleError:
             if failed:  # the failure cuts removed every mapping these budgets allow
                 return None
@@ -332,9 +338,12 @@ def step_knobs(ctx: Context):
     safe = most_accurate_mapping(first.problem)
     fallback = MappingCandidate(knob_types.objective(first.problem, safe), -1, safe, first.problem, first.budgets,
                                 first.extra)
+    screen = None
+    if ctx.options_for(KNOB_MAPPING).layer_screen:
+        screen = layer_screen(net, spec, runs=runs, loss_limit=limit, seed=ctx.seed, pass_rate=spec.pass_rate)
     selection = select_mapping(candidates, resolve=lambda c, failed: solve_one(c.index, *c.budgets, failed),
                                validate=lambda c: knob_validation(ctx, net, c.decision, c.problem, runs, limit),
-                               max_validations=max_validations, fallback=fallback)
+                               max_validations=max_validations, fallback=fallback, screen=screen)
     chosen, record = selection.chosen, selection.chosen.extra
     if selection.status == "fallback" or chosen.index < 0:
         # every solver mapping failed the end-to-end test: ship the most accurate mapping instead
@@ -350,10 +359,28 @@ def step_knobs(ctx: Context):
     record.validation["budget_levels"] = chosen.budgets[2]
     record.validation["knob_validations"] = selection.validations  # mappings simulated until one met the limit
     record.validation["failed_mappings"] = [dict(f) for f in selection.failed]
+    if screen is not None:
+        record.validation["layer_screens"] = len(screen.tested)
     record.details["configurations_mapped"] = len(candidates)
     decision, problem = chosen.decision, chosen.problem
     ctx.state["knobs"], ctx.state["knobs.problem"], ctx.state["knobs.validation"] = decision, problem, record.validation
+    if ctx.export.get("hpvm_config"):
+        record.validation["hpvm_config"] = export_hpvm_config(ctx, net, decision, problem, record.validation, limit)
     return record
+
+
+def export_hpvm_config(ctx: Context, net: TensorNetwork, decision, problem, validation: dict, limit: float) -> str:
+    """Write the chosen mapping (when it met its limit) after the all-FP32 baseline in HPVM's tuner format."""
+    chosen = []
+    if validation["meets_loss_limit"]:
+        chosen.append(hpvm_config.Chosen(schedule_units(net, decision.knobs, problem.gpu_groups),
+                                         validation["speedup"], validation["energy_reduction"],
+                                         validation["accuracy_mean"], limit))
+    else:
+        ctx.say("knobs: no mapping met the loss limit; the HPVM configuration file holds the FP32 baseline only")
+    path = hpvm_config.check_writable(ctx.export["hpvm_config"])
+    path.write_text(hpvm_config.render(net, ctx.target, chosen))
+    return str(path)
 
 
 @dataclass
@@ -385,7 +412,7 @@ def _dominated(knobs, failed) -> bool:
 
 
 def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max_validations: int,
-                   fallback: MappingCandidate | None = None) -> MappingSelection:
+                   fallback: MappingCandidate | None = None, screen=None) -> MappingSelection:
     """Validate the cheapest mapping on the functional simulator; on failure, cut it (and every mapping at least as
     inaccurate on every op) from every candidate it dominates, re-solve those, and validate the new cheapest.
 
@@ -397,6 +424,7 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
     failed, the ``fallback`` candidate (the most accurate mapping) is validated and shipped if it passes
     (status "fallback"); otherwise the last mapping validated is returned with its failing validation and status
     "loss-limit-not-met": a mapping is never reported as meeting the limit unless its own validation passed.
+    ``screen(knobs)``, when given, returns extra cuts after a failure (:mod:`.layer_screen`).
     """
     pool = list(candidates)
     failed: list[dict] = []
@@ -415,6 +443,8 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
         if validation["meets_loss_limit"]:
             return MappingSelection(chosen, validation, validations, failed)
         failed.append(dict(best.decision.knobs))
+        if screen is not None:
+            failed += [cut for cut in screen(best.decision.knobs) if cut not in failed]
         pool = [resolve(c, tuple(failed)) if _dominated(c.decision.knobs, failed) else c for c in pool]
         # a re-solved mapping obeys the cuts; the filter only guards against a resolver that ignores them
         pool = [c for c in pool if c is not None and not _dominated(c.decision.knobs, failed)]
@@ -444,16 +474,12 @@ def most_accurate_mapping(problem: knob_types.KnobProblem) -> knob_types.KnobDec
 
 
 def step_swing(ctx: Context):
-    _validate_options(ctx)
-    ir = _workload(ctx)
-    spec = ctx.target
-    p_m = validate_loss_limit(ctx.option("swing", "p_m", spec.mismatch_probability), "decisions.swing", "p_m")
-    runs = _int(ctx, "swing", "runs", 5, 1)
+    ir, spec, options = _workload(ctx), ctx.target, ctx.options_for(SWING)
+    p_m = spec.mismatch_probability if options.p_m is None else options.p_m
     if isinstance(ir, PromiseKernel):
-        problem = swing_problem_kernel(ir, spec, p_m=p_m, runs=runs, seed=ctx.seed)
+        problem = swing_problem_kernel(ir, spec, p_m=p_m, runs=options.runs, seed=ctx.seed)
     else:
-        source = _choice(ctx, "swing", "bound", "measured", ("measured", "sakr"))
-        problem = swing_problem_network(ir, spec, p_m=p_m, source=source, runs=runs, seed=ctx.seed)
+        problem = swing_problem_network(ir, spec, p_m=p_m, source=options.bound, runs=options.runs, seed=ctx.seed)
 
     def validate(problem, decision):
         energy = swing_types.objective(problem, decision)
@@ -467,11 +493,7 @@ def step_swing(ctx: Context):
                 "meets_p_m": measured is None or measured <= problem.p_m + 1e-12,
                 "mismatch_bound": swing_types.bound(problem, decision.levels)}
 
-    decision, record = run_decision(ctx, "swing", problem, formulation=swing, checker=swing_check.check,
-                                    objective=swing_types.objective,
-                                    baselines={"seed-uniform-bits": baselines.seed_uniform_bits,
-                                               "brute-force": baselines.brute_force},
-                                    validate=validate)
+    decision, record = run_decision(ctx, SWING, problem, validate=validate)
     ctx.state["swing.validation"] = record.validation
     return record
 
@@ -506,19 +528,16 @@ PIPELINE = Pipeline(
     family="approxhpvm",
     description="ApproxHPVM on a GPU + PROMISE SoC: fusion, accuracy budgets, knob mapping, swing selection",
     steps=(
-        Step("fuse", "node fusion and device per layer (HPVM legality, PROMISE layer patterns)", _blas1(step_fuse),
-             formulation="solvermap.formulations.fusion", model="milp",
-             baselines=("seed-promise-patterns", "gpu-unfused")),
-        Step("budget", "per-op L1/L2 error budgets from the end-to-end loss limit (Monte Carlo verified)", _blas1(step_budget),
-             formulation="solvermap.formulations.accuracy_budget", model="convex",
-             baselines=("uniform-level", "optuna")),
-        Step("knobs", "FP32 / FP16 / PROMISE P1..P7 per op under the budgets", _blas1(step_knobs),
-             formulation="solvermap.formulations.knob_mapping", model="milp", baselines=("seed-least-accurate",)),
-        Step("swing", "PROMISE swing per task under the mismatch budget p_m", _blas1(step_swing),
-             formulation="solvermap.formulations.swing", model="milp", baselines=("seed-uniform-bits", "brute-force")),
+        decide(FUSE, _blas1(step_fuse), provides=("network", "onnx_network")),
+        decide(BUDGET, _blas1(step_budget), needs=("fuse", "onnx_network"),
+               provides=("profile", "op_errors", "budget.ledger", "budget.hardware")),
+        decide(KNOB_MAPPING, _blas1(step_knobs), needs=("fuse", "budget", "budget.problem", "op_errors", "onnx_network"),
+               provides=("op_errors", "knobs.validation")),
+        decide(SWING, _blas1(step_swing), needs=("onnx_network",), provides=("swing.validation",)),
     ),
     validate=validate_end_to_end,
     default_workload="dnn3",
+    exports=("hpvm_config",),  # export.hpvm_config=PATH: the chosen configurations in HPVM's tuner format
 )
 
 __all__ = ["PIPELINE", "PROMISE_KNOBS"]

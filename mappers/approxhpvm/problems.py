@@ -22,7 +22,7 @@ from solvermap.formulations.problems.knob_mapping import INPUT, OUTPUT, KnobProb
 from solvermap.formulations.problems.swing import LEVELS, SwingProblem, precision_bits, sakr_cost
 from solvermap.hardware.approxhpvm import KNOBS
 from solvermap.hardware.approxhpvm.gpu_cost import Cost, launch_cost
-from solvermap.hardware.approxhpvm.promise_sim import kernel_energy
+from solvermap.hardware.approxhpvm.promise_sim import kernel_decisions, kernel_energy
 from solvermap.hardware.approxhpvm.soc_sim import (
     edge_cost,
     layer_promise_cost,
@@ -51,13 +51,14 @@ def fusion_problem(net: TensorNetwork, spec, objective: str = "time") -> FusionP
             if src == "input":
                 boundary.setdefault(op.name, {GPU: 0.0, PROMISE: 0.0})
                 for dev in (GPU, PROMISE):
-                    boundary[op.name][dev] += _value(edge_cost(net, spec, None, None, NOMINAL[dev]), objective)
+                    boundary[op.name][dev] += _value(edge_cost(net, spec, None, None, NOMINAL[dev], op), objective)
                 continue
             edges.append(FusionEdge(src, op.name, "one_to_one"))
             if ops[src].layer == op.layer:
-                gpu_transfer[(src, op.name)] = _value(edge_cost(net, spec, ops[src], "FP32", "FP32"), objective)
+                gpu_transfer[(src, op.name)] = _value(edge_cost(net, spec, ops[src], "FP32", "FP32", op), objective)
             else:
-                cross[(src, op.name)] = {(du, dv): _value(edge_cost(net, spec, ops[src], NOMINAL[du], NOMINAL[dv]), objective)
+                cross[(src, op.name)] = {(du, dv): _value(edge_cost(net, spec, ops[src], NOMINAL[du], NOMINAL[dv], op),
+                                                            objective)
                                          for du in (GPU, PROMISE) for dv in (GPU, PROMISE)}
     last = net.ops[-1]
     boundary.setdefault(last.name, {GPU: 0.0, PROMISE: 0.0})
@@ -185,7 +186,7 @@ def knob_problem(net: TensorNetwork, spec, *, errors, l1_budget, l2_budget, gpu_
             for cv, kv in classes.items():
                 if (dst is None) != (cv == "host"):
                     continue
-                out[(cu, cv)] = _value(edge_cost(net, spec, src, ku, kv), objective)
+                out[(cu, cv)] = _value(edge_cost(net, spec, src, ku, kv, dst), objective)
         return out
 
     for op in net.ops:
@@ -266,8 +267,8 @@ def swing_problem_kernel(kernel, spec, *, p_m: float, runs: int = 3, seed: int =
                 values.append(_linreg_mismatch(kernel, spec, levels, rng))
             else:
                 level = levels[tasks[0]]
-                values.append(kernel.mismatch(kernel.decisions(p.f(level), rng, data_bits=p.data_bits,
-                                                               weight_bits=p.weight_bits)))
+                values.append(kernel.mismatch(kernel_decisions(kernel, p.f(level), rng, data_bits=p.data_bits,
+                                                              weight_bits=p.weight_bits)))
         return float(np.mean(values))
 
     if len(tasks) == 1:

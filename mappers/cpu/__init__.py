@@ -10,11 +10,9 @@
                             timed against the untensorized nest, the naive nest, NumPy and onnxruntime
                             (mappers/cpu/execution.py, peers.py)
 
-Options (``--set decisions.tensorize.<key>=v``): ``tuner`` (unit-default | unit | optuna, default optuna),
-``trials`` (Optuna samples, 12), ``unit_pairs`` (8), ``tiles`` (register tiles measured, 8),
-``tune_untensorized`` (tune the untensorized peer for itself, true), ``measure`` (time | model), ``rounds``,
-``min_seconds``, ``allow_padding``, ``commutative``, ``reorder`` (tune the dp loop order, true),
-``execute`` (auto | compile | emulate), ``emulate_max_calls``.
+Options (``--set decisions.tensorize.<key>=v``): :class:`~solvermap.mappers.decisions.TensorizeOptions`
+(tuner, trials, unit_pairs, tiles, tune_untensorized, measure, rounds, min_seconds, min_reps, emulate_max_calls,
+reorder, execute, allow_padding, commutative; ``solvermap decisions --json`` shows their types, ranges and defaults).
 """
 
 from __future__ import annotations
@@ -22,25 +20,26 @@ from __future__ import annotations
 from solvermap.errors import InputError
 from solvermap.formulations import tensorize as tensorize_model
 from solvermap.formulations.problems.tensorize import objective
-from solvermap.hardware.checks.tensorize import check
 from solvermap.hardware.cpu.instructions import descriptor
 from solvermap.ir.loopnest import Program
-from solvermap.mappers.cpu.baselines import unit_greedy_mapping
 from solvermap.mappers.cpu.execution import ValidationOptions, validate
 from solvermap.mappers.cpu.inspector import inspect
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.decisions import TENSORIZE
+from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
 
 
 def _options(ctx: Context) -> ValidationOptions:
-    timing = ctx.target.timing
-    get = lambda key, default: ctx.option("tensorize", key, default)  # noqa: E731
+    timing, options = ctx.target.timing, ctx.options_for(TENSORIZE)
+
+    def either(value, default):
+        return default if value is None else value
+
     return ValidationOptions(
-        tuner=str(get("tuner", "optuna")), trials=int(get("trials", 12)), unit_pairs=int(get("unit_pairs", 8)),
-        tiles=int(get("tiles", 8)), tune_untensorized=bool(get("tune_untensorized", True)),
-        measure=str(get("measure", "time")), rounds=int(get("rounds", timing.rounds)),
-        min_seconds=float(get("min_seconds", timing.min_seconds)), min_reps=int(get("min_reps", timing.min_reps)),
-        emulate_max_calls=int(get("emulate_max_calls", 20000)), reorder=bool(get("reorder", True)),
-        seed=int(ctx.seed), execute=str(get("execute", "auto")),
+        tuner=options.tuner, trials=options.trials, unit_pairs=options.unit_pairs, tiles=options.tiles,
+        tune_untensorized=options.tune_untensorized, measure=options.measure,
+        rounds=either(options.rounds, timing.rounds), min_seconds=either(options.min_seconds, timing.min_seconds),
+        min_reps=either(options.min_reps, timing.min_reps), emulate_max_calls=options.emulate_max_calls,
+        reorder=options.reorder, seed=int(ctx.seed), execute=options.execute,
     )
 
 
@@ -50,9 +49,10 @@ def _inspect(ctx: Context) -> None:
     if not isinstance(program, Program):
         raise InputError(source, "workload", "the cpu family tensorizes loop-nest programs, not graphs")
     instruction = descriptor(ctx.target.instruction, ctx.target.name)
-    verdict = inspect(program, instruction, allow_padding=bool(ctx.option("tensorize", "allow_padding",
-                                                                           ctx.target.allow_padding)),
-                      commutative=bool(ctx.option("tensorize", "commutative", False)), workload=ctx.workload.name)
+    options = ctx.options_for(TENSORIZE)
+    allow_padding = ctx.target.allow_padding if options.allow_padding is None else options.allow_padding
+    verdict = inspect(program, instruction, allow_padding=allow_padding, commutative=options.commutative,
+                      workload=ctx.workload.name)
     ctx.state["inspect"] = verdict
     if not verdict.applicable:
         raise InputError(source, "instruction", f"{instruction.name} is not applicable ({verdict.rule}): {verdict.reason}")
@@ -64,13 +64,7 @@ def _tensorize(ctx: Context):
     problem = verdict.problem
     instruction = descriptor(ctx.target.instruction, ctx.target.name)
     options = _options(ctx)
-    _, record = run_decision(
-        ctx, "tensorize", problem,
-        formulation=tensorize_model, checker=check, objective=objective,
-        baselines={"unit-greedy-innermost": unit_greedy_mapping},
-        validate=lambda p, d: validate(p, d, instruction, ctx.target, options),
-        serialize=lambda d: d.to_json(),
-    )
+    _, record = run_decision(ctx, TENSORIZE, problem, validate=lambda p, d: validate(p, d, instruction, ctx.target, options))
     feasible = tensorize_model.enumerate_mappings(problem, ctx.solver_for("tensorize"))
     record.details["feasible_mappings"] = len(feasible)
     record.details["binding"] = dict(problem.binding)
@@ -87,10 +81,8 @@ PIPELINE = Pipeline(
     family="cpu",
     description="UNIT tensorized-instruction compilation (seed 002): inspect, map loops, rewrite, tune, run",
     steps=(
-        Step("inspect", "Algorithm 1 expression isomorphism and applicability", _inspect, kind="transform"),
-        Step("tensorize", "map instruction loops onto program loops (S'(u) ⊆ S(v)), then rewrite, tune and run",
-             _tensorize, formulation="solvermap.formulations.tensorize", model="milp",
-             baselines=("unit-greedy-innermost",)),
+        transform("inspect", "Algorithm 1 expression isomorphism and applicability", _inspect, provides=("inspect",)),
+        decide(TENSORIZE, _tensorize, needs=("inspect",)),
     ),
     validate=_validate,
     default_workload="conv_table1_3",

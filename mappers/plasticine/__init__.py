@@ -1,5 +1,7 @@
 """Plasticine / SARA pipeline (seed 004 §4.1–4.4): decompose → partition → merge, then simulate.
 
+0. A dataflow graph without actors (a DOT/GraphML/XML/JSON DFG) is first lowered to a VBDFG by
+   :func:`entry_graph` (:mod:`.dfg_lowering`); a graph that names its actors enters as it is.
 1. ``decompose`` (transform, §4.3.1): shard virtual memories that exceed a PMU's capacity or banks,
    rewrite BI/BO and insert request-merge and response actors (:mod:`.decomposition`).
 2. ``partition`` (decision, §4.3.2, Table 4.2): split every actor into PCU-sized partitions with
@@ -22,26 +24,37 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solvermap.errors import InfeasibleError
+from solvermap.errors import InfeasibleError, InputError
 
 from solvermap.formulations import partition as partition_model
-from solvermap.formulations.problems.partition import PartitionDecision, objective
-from solvermap.hardware.checks.partition import check
+from solvermap.formulations.problems.partition import PartitionDecision
 from solvermap.hardware.plasticine import cost
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
-from solvermap.mappers.plasticine import decomposition, lowering, simulation, traversal
+from solvermap.mappers.decisions import MERGE, PARTITION
+from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
+from solvermap.ir.graph import DataflowGraph
+from solvermap.mappers.plasticine import decomposition, dfg_lowering, lowering, simulation, traversal
 from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
 from solvermap.results import DecisionRecord
 
-FORMULATION = "solvermap.formulations.partition"
 
-
-def _serialize(decision: PartitionDecision) -> dict[str, Any]:
-    return decision.to_json()
+def entry_graph(ctx: Context) -> DataflowGraph:
+    """The VBDFG a workload enters the pipeline as. A graph that names its actors (the built-in apps, or
+    a file that names them) is one already and is only checked; any other dataflow graph is lowered by
+    the generic DFG lowering (:mod:`.dfg_lowering`: one actor per loop, op costs from the op table)."""
+    graph = ctx.workload.ir
+    if not isinstance(graph, DataflowGraph):
+        raise InputError("", "workload", f"the plasticine pipeline maps dataflow graphs, got {type(graph).__name__}")
+    if not dfg_lowering.needs_lowering(graph):
+        return dfg_lowering.check_actors(graph)
+    lowered = dfg_lowering.lower(graph, ctx.target, ctx.workload.params)
+    actors = lowered.attrs["actors"]
+    fired = ", ".join(f"{name} x{actor['firings']}" for name, actor in actors.items())
+    ctx.say(f"lower: {len(graph)} DFG nodes -> {len(actors)} actors ({fired})")
+    return lowered
 
 
 def decompose_step(ctx: Context) -> None:
-    graph, shards = decomposition.decompose(ctx.workload.ir, ctx.target)
+    graph, shards = decomposition.decompose(entry_graph(ctx), ctx.target)
     ctx.state["vbdfg"] = graph
     ctx.state["shards"] = [{"memory": s.memory, "partitions": s.partitions, "reason": s.reason} for s in shards]
     if shards:
@@ -53,10 +66,7 @@ def decompose_step(ctx: Context) -> None:
 def partition_step(ctx: Context) -> DecisionRecord:
     graph = ctx.state.get("vbdfg") or ctx.workload.ir
     spec = ctx.target
-    retiming = bool(ctx.option("partition", "retiming", True))
-    problem = lowering.partition_problem(graph, spec, retiming=retiming)
-    variant = str(ctx.option("partition", "variant", "ours"))
-    search = str(ctx.option("partition", "retiming_search", "auto"))
+    problem = lowering.partition_problem(graph, spec, retiming=ctx.options_for(PARTITION).retiming)
 
     def validate(p, decision):
         vbg = lowering.vb_graph(graph, spec, decision)
@@ -65,10 +75,7 @@ def partition_step(ctx: Context) -> DecisionRecord:
         out["retiming_partitions"] = decision.retiming_bins
         return out
 
-    decision, record = run_decision(ctx, "partition", problem, formulation=partition_model.Variant(variant, search),
-                                    checker=check, objective=objective,
-                                    baselines=traversal.partition_baselines(problem), validate=validate,
-                                    serialize=_serialize)
+    decision, record = run_decision(ctx, PARTITION, problem, validate=validate)
     record.details["lower_bound"] = partition_model.lower_bound(problem).__dict__ | {
         "certified": record.solver.bound}
     record.details["items"] = len(problem.items)
@@ -89,10 +96,7 @@ def merge_step(ctx: Context) -> DecisionRecord:
         return out
 
     try:
-        decision, record = run_decision(ctx, "merge", problem, formulation=partition_model.Variant("ours"),
-                                        checker=check, objective=objective,
-                                        baselines=traversal.merge_baselines(problem), validate=validate,
-                                        serialize=_serialize)
+        decision, record = run_decision(ctx, MERGE, problem, validate=validate)
     except InfeasibleError as exc:
         if "no baseline" not in str(exc):
             raise
@@ -166,14 +170,10 @@ PIPELINE = Pipeline(
     family="plasticine",
     description="SARA on Plasticine: memory decomposition, PB partitioning and merging, dataflow simulation",
     steps=(
-        Step("decompose", "shard memories that exceed a PMU (capacity, banks); BI/BO, merge and response actors",
-             decompose_step, kind="transform"),
-        Step("partition", "split actors into PCU partitions (stages, broadcast-aware I/O, acyclic, retiming)",
-             partition_step, formulation=FORMULATION, model="milp",
-             baselines=("dfs-forward", "dfs-backward", "bfs-forward", "bfs-backward")),
-        Step("merge", "pack VBs onto PCU/PMU/DAG jointly with the PB type (counts, I/O, acyclic)",
-             merge_step, formulation=FORMULATION, model="milp",
-             baselines=("traversal-bfs", "traversal-dfs", "unmerged")),
+        transform("decompose", "shard memories that exceed a PMU (capacity, banks); BI/BO, merge and response actors",
+                  decompose_step, provides=("vbdfg", "shards")),
+        decide(PARTITION, partition_step, needs=("vbdfg", "shards"), provides=("vbgraph",)),
+        decide(MERGE, merge_step, needs=("vbgraph",)),
         *NETWORK_STEPS,  # place → split → route → vc (mappers/plasticine/network.py)
     ),
     validate=validate,

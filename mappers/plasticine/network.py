@@ -28,18 +28,16 @@ statically). The end-to-end validation couples the NoC simulator with the datafl
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import networkx as nx
+
 from solvermap.errors import ConfigError, InfeasibleError
-from solvermap.formulations import link_split as split_model
-from solvermap.formulations import placement as placement_model
-from solvermap.formulations import routing as routing_model
-from solvermap.formulations import vc_allocation as vc_model
 from solvermap.formulations.problems import link_split as split_problems
 from solvermap.formulations.problems import placement as placement_problems
 from solvermap.formulations.problems import routing as routing_problems
@@ -61,13 +59,10 @@ from solvermap.formulations.problems.routing import (
     xy_tree,
 )
 from solvermap.formulations.problems.vc_allocation import VcAssignment, VcPath, VcProblem, path_links
-from solvermap.hardware.checks import link_split as split_check
-from solvermap.hardware.checks import placement as placement_check
-from solvermap.hardware.checks import routing as routing_check
-from solvermap.hardware.checks import vc_allocation as vc_check
 from solvermap.hardware.plasticine import PlasticineSpec
 from solvermap.hardware.plasticine.dataflow_sim import SimGraph
-from solvermap.mappers.pipeline import Context, Step, run_decision
+from solvermap.mappers.decisions import PLACE, ROUTE, SPLIT, VC
+from solvermap.mappers.pipeline import Context, decide, run_decision
 from solvermap.results import DecisionRecord
 
 # =========================================================================== the mapped app, PB level
@@ -198,21 +193,16 @@ def _backpressure(view: NetworkView) -> list[tuple[str, str, str]]:
             out_nets.setdefault(ch.src, set()).add(ch.name)
         elif ch.init_tokens == 0 and ch.src != ch.dst and view.pb_of_unit[ch.src] == view.pb_of_unit.get(ch.dst):
             local.setdefault(ch.src, set()).add(ch.dst)
+    inside = nx.DiGraph([(u, w) for u, ws in local.items() for w in ws])
     pairs = set()
     for ch in view.sim.channels:
         if ch.name not in routed or ch.init_tokens > 0 or view.pb_of_unit[ch.src] == view.pb_of_unit[ch.dst]:
             continue
-        seen = {ch.dst}
-        queue = deque([ch.dst])
-        while queue:
-            u = queue.popleft()
+        waits = {ch.dst} | (nx.descendants(inside, ch.dst) if ch.dst in inside else set())
+        for u in waits:
             for b in out_nets.get(u, ()):
                 if b != ch.name:
                     pairs.add((ch.name, b, view.pb_of_unit[ch.dst]))
-            for w in local.get(u, ()):
-                if w not in seen:
-                    seen.add(w)
-                    queue.append(w)
     return sorted(pairs)
 
 
@@ -251,27 +241,24 @@ def greedy_placement(problem: PlacementProblem) -> Placement | None:
     nets_of = _net_index(problem)
     degree = {it.name: sum(problem.nets[k].weight for k in nets_of[it.name]) for it in problem.items}
     items = {it.name: it for it in problem.items}
-    adjacency: dict[str, set[str]] = {n: set() for n in items}
+    graph = nx.Graph()
+    graph.add_nodes_from(items)
     for net in problem.nets:
-        members = list(dict.fromkeys((net.source, *net.sinks)))
-        for a in members:
-            adjacency[a].update(m for m in members if m != a)
+        graph.add_edges_from(itertools.combinations(dict.fromkeys((net.source, *net.sinks)), 2))
     rows = [s.coord[0] for s in problem.sites]
     cols = [s.coord[1] for s in problem.sites]
     centre = ((min(rows) + max(rows)) / 2, (min(cols) + max(cols)) / 2)
+
+    def by_degree(names):
+        return sorted(names, key=lambda n: (-degree[n], n))
+
     order: list[str] = []
-    seen: set[str] = set()
-    for start in sorted(items, key=lambda n: (-degree[n], n)):
-        if start in seen:
-            continue
-        queue = deque([start])
-        seen.add(start)
-        while queue:
-            a = queue.popleft()
-            order.append(a)
-            for b in sorted(adjacency[a] - seen, key=lambda n: (-degree[n], n)):
-                seen.add(b)
-                queue.append(b)
+    order_set: set[str] = set()
+    for start in by_degree(items):  # breadth first from the most connected item of each component
+        if start not in order_set:
+            component = [start, *(b for _, b in nx.bfs_edges(graph, start, sort_neighbors=by_degree))]
+            order += component
+            order_set.update(component)
     free = {s.name for s in problem.sites}
     where: dict[str, str] = {}
     for name in order:
@@ -450,11 +437,17 @@ def _commit(net: RouteNet, tree: tuple[Link, ...], load: dict[tuple[str, Link], 
         load[(cls, e)] = load.get((cls, e), 0) + 1
 
 
-def greedy_routes(problem: RoutingProblem) -> Routes | None:
-    """Greedy Steiner router, heaviest logical link first; None when some link finds no tree."""
+def greedy_routes(problem: RoutingProblem, fixed: Mapping[str, tuple[Link, ...]] | None = None) -> Routes | None:
+    """Greedy Steiner router, heaviest logical link first, around the ``fixed`` trees; None when some link
+    finds no tree."""
     load: dict[tuple[str, Link], int] = {}
     trees: dict[str, tuple[Link, ...]] = {}
+    for name, tree in (fixed or {}).items():
+        trees[name] = tuple(tree)
+        _commit(problem.net(name), trees[name], load)
     for net in sorted(problem.nets, key=lambda n: (-n.weight * len(n.sinks), n.name)):
+        if net.name in trees:
+            continue
         tree = greedy_tree(problem, net, _usable(problem, net, load))
         if tree is None:
             return None
@@ -467,6 +460,14 @@ def xy_routes(problem: RoutingProblem) -> Routes:
     """Dimension-ordered XY trees for every logical link (capacity-blind)."""
     trees = {n.name: xy_tree(n) for n in problem.nets}
     return Routes(trees, assign_tracks(problem, trees))
+
+
+def split_greedy_routes(problem: RoutingProblem, ctx: Context) -> Routes | None:
+    """The split decision's static trees (``ctx.state["split"]``), the dynamic links by the greedy router
+    around them."""
+    static = ctx.state["split"].routes.trees
+    return greedy_routes(problem, {n.name: static[n.name] for n in problem.nets
+                                   if n.network == STATIC and n.name in static})
 
 
 def greedy_split(problem: SplitProblem) -> Split | None:
@@ -679,40 +680,18 @@ def _view(ctx: Context) -> NetworkView:
     return view
 
 
-def _margin(ctx: Context, decision: str) -> int:
-    return int(ctx.option(decision, "margin", 2))
-
-
-FLOW_BACKEND = "highs"  # default backend of the flow models when the run uses the global default (cpsat)
-
-
-def _flow_backend(ctx: Context, decision: str) -> None:
-    """The flow models (split, route) have near-tight LP relaxations: HiGHS proves them in seconds where
-    single-threaded CP-SAT stalls, so they default to HiGHS when the run's backend is the global default
-    ``cpsat`` and the decision has no backend of its own (``--set decisions.route.solver.backend=...``)."""
-    own = dict(ctx.options.get(decision, {}) or {})
-    if ctx.solver.backend == "cpsat" and "backend" not in dict(own.get("solver", {}) or {}):
-        own["solver"] = {**dict(own.get("solver", {}) or {}), "backend": FLOW_BACKEND}
-        ctx.options = {**ctx.options, decision: own}
-
-
 def place_step(ctx: Context) -> DecisionRecord | None:
     if _skip(ctx):
         return None
     spec, view = ctx.target, _view(ctx)
     problem = placement_problem(view, spec, name=f"place:{ctx.workload.name}")
-    moves = int(ctx.option("place", "moves_per_item", 300))
-    baselines = {"greedy": greedy_placement,
-                 "annealing": lambda p: annealing_placement(p, seed=ctx.seed, moves_per_item=moves)}
 
     def validate(p: PlacementProblem, d: Placement) -> dict[str, Any]:
         lengths = [placement_problems.tree_length(p, d, n) for n in p.nets if n.sinks]
         return {"weighted_tree_length": placement_problems.traffic(p, d),
                 "tree_length": sum(lengths), "longest_tree": max(lengths, default=0.0)}
 
-    _, record = run_decision(ctx, "place", problem, formulation=placement_model, checker=placement_check.check,
-                             objective=placement_problems.objective, baselines=baselines, validate=validate,
-                             serialize=lambda d: d.to_json())
+    _, record = run_decision(ctx, PLACE, problem, validate=validate)
     record.details.update({"pbs": len(problem.items), "logical_links": len(problem.nets),
                            "lower_bound": placement_problems.combinatorial_bound(problem)})
     return record
@@ -722,8 +701,7 @@ def split_step(ctx: Context) -> DecisionRecord | None:
     if _skip(ctx):
         return None
     spec, view = ctx.target, _view(ctx)
-    _flow_backend(ctx, "split")
-    problem = split_problem(view, spec, ctx.state["place"], margin=_margin(ctx, "split"),
+    problem = split_problem(view, spec, ctx.state["place"], margin=ctx.options_for(SPLIT).margin,
                             name=f"split:{ctx.workload.name}")
 
     def validate(p: SplitProblem, d: Split) -> dict[str, Any]:
@@ -732,10 +710,7 @@ def split_step(ctx: Context) -> DecisionRecord | None:
                 "static_share_of_importance": (split_problems.objective(p, d) / split_problems.upper_bound(p)
                                                if split_problems.upper_bound(p) else None)}
 
-    _, record = run_decision(ctx, "split", problem, formulation=split_model, checker=split_check.check,
-                             objective=split_problems.objective,
-                             baselines={"greedy-L320": greedy_split, "all-dynamic": all_dynamic_split},
-                             validate=validate, serialize=lambda d: d.to_json(), sense="max")
+    _, record = run_decision(ctx, SPLIT, problem, validate=validate)
     return record
 
 
@@ -743,28 +718,8 @@ def route_step(ctx: Context) -> DecisionRecord | None:
     if _skip(ctx):
         return None
     spec, view = ctx.target, _view(ctx)
-    _flow_backend(ctx, "route")
-    split = ctx.state["split"]
-    problem = routing_problem(view, spec, ctx.state["place"], split, margin=_margin(ctx, "route"),
+    problem = routing_problem(view, spec, ctx.state["place"], ctx.state["split"], margin=ctx.options_for(ROUTE).margin,
                               name=f"route:{ctx.workload.name}")
-
-    def split_trees(p: RoutingProblem) -> Routes | None:
-        """The split's static trees, the dynamic links by the greedy router around them."""
-        load: dict[tuple[str, Link], int] = {}
-        trees = {}
-        for n in p.nets:
-            if n.network == STATIC and n.name in split.routes.trees:
-                trees[n.name] = tuple(split.routes.trees[n.name])
-                _commit(n, trees[n.name], load)
-        for n in sorted(p.nets, key=lambda n: (-n.weight * len(n.sinks), n.name)):
-            if n.name in trees:
-                continue
-            tree = greedy_tree(p, n, _usable(p, n, load))
-            if tree is None:
-                return None
-            trees[n.name] = tree
-            _commit(n, tree, load)
-        return Routes(trees, assign_tracks(p, trees))
 
     def validate(p: RoutingProblem, d: Routes) -> dict[str, Any]:
         stat = sum(len(d.trees.get(n.name, ())) for n in p.nets if n.network == STATIC)
@@ -773,10 +728,7 @@ def route_step(ctx: Context) -> DecisionRecord | None:
                 "max_dynamic_paths_per_link": routing_problems.max_dynamic_load(p, d),
                 "mesh_lower_bound": routing_problems.lower_bound(p)}
 
-    _, record = run_decision(ctx, "route", problem, formulation=routing_model, checker=routing_check.check,
-                             objective=routing_problems.objective,
-                             baselines={"split+greedy": split_trees, "greedy-steiner": greedy_routes, "xy": xy_routes},
-                             validate=validate, serialize=lambda d: d.to_json())
+    _, record = run_decision(ctx, ROUTE, problem, validate=validate)
     return record
 
 
@@ -785,20 +737,17 @@ def vc_step(ctx: Context) -> DecisionRecord | None:
         return None
     spec, view = ctx.target, _view(ctx)
     routing = ctx.state["route.problem"]
-    mode = str(ctx.option("vc", "mode", "per_hop"))
-    joint = bool(ctx.option("vc", "joint", False))
-    problem = vc_problem(view, spec, routing, ctx.state["route"], mode=mode, joint=joint,
-                         candidates=int(ctx.option("vc", "candidates", 4)), name=f"vc:{ctx.workload.name}")
-    window = int(ctx.option("vc", "sim_window", 2048))
+    options = ctx.options_for(VC)
+    problem = vc_problem(view, spec, routing, ctx.state["route"], mode=options.mode, joint=options.joint,
+                         candidates=options.candidates, name=f"vc:{ctx.workload.name}")
+    window = options.sim_window
 
     def validate(p: VcProblem, d: VcAssignment) -> dict[str, Any]:
         sim = simulate_mapping(view, spec, ctx.state["place"], routing, ctx.state["route"], d, window=window)
         ctx.state["network.sim"] = sim
         return sim
 
-    _, record = run_decision(ctx, "vc", problem, formulation=vc_model, checker=vc_check.check,
-                             objective=vc_problems.objective, baselines={"greedy-colouring": greedy_colouring},
-                             validate=validate, serialize=lambda d: d.to_json())
+    _, record = run_decision(ctx, VC, problem, validate=validate)
     bound, link = vc_problems.lower_bound(problem)
     record.details.update({"lower_bound": bound, "lower_bound_link": repr(link), "router_vcs": problem.max_vcs,
                            "dynamic_paths": len(problem.paths)})
@@ -844,14 +793,8 @@ def end_to_end(ctx: Context, base: Mapping[str, Any]) -> dict[str, Any]:
 
 
 NETWORK_STEPS = (
-    Step("place", "PBs onto the typed PCU/PMU/DAG sites: Σ activation × broadcast-tree length (L320, L447)",
-         place_step, formulation="solvermap.formulations.placement", model="milp", baselines=("greedy", "annealing")),
-    Step("split", "hybrid split: activation × fanout carried by the static tracks (L320); all static / dynamic on S / D",
-         split_step, formulation="solvermap.formulations.link_split", model="milp",
-         baselines=("greedy-L320", "all-dynamic")),
-    Step("route", "multi-commodity flow broadcast trees: exclusive static tracks (L302), ≤ v# paths per dynamic link",
-         route_step, formulation="solvermap.formulations.routing", model="milp",
-         baselines=("split+greedy", "greedy-steiner", "xy")),
-    Step("vc", "VC allocation: one logical path per (link, VC), acyclic CDG with PB backpressure (L312-316)",
-         vc_step, formulation="solvermap.formulations.vc_allocation", model="milp", baselines=("greedy-colouring",)),
+    decide(PLACE, place_step, needs=("vbgraph", "merge"), provides=("network.view",)),
+    decide(SPLIT, split_step, needs=("network.view", "place")),
+    decide(ROUTE, route_step, needs=("network.view", "place", "split")),
+    decide(VC, vc_step, needs=("network.view", "place", "route", "route.problem"), provides=("network.sim",)),
 )

@@ -15,6 +15,7 @@ types come from that matching.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable
 
@@ -162,13 +163,10 @@ def traversal_partition(problem: PartitionProblem, strategy: str = "dfs", backwa
 
 
 def partition_baselines(problem: PartitionProblem) -> dict[str, Callable[[PartitionProblem], PartitionDecision | None]]:
-    """The four traversal orders of L648."""
-    return {
-        "dfs-forward": lambda p: traversal_partition(p, "dfs", False),
-        "dfs-backward": lambda p: traversal_partition(p, "dfs", True),
-        "bfs-forward": lambda p: traversal_partition(p, "bfs", False),
-        "bfs-backward": lambda p: traversal_partition(p, "bfs", True),
-    }
+    """The four traversal orders of L648: the partition descriptor's baselines, by name."""
+    from solvermap.mappers.decisions import PARTITION
+
+    return {b.name: functools.partial(b.run, **b.kwargs) for b in PARTITION.baselines}
 
 
 # ---------------------------------------------------------------------- merging
@@ -239,8 +237,7 @@ def unmerged(problem: PartitionProblem) -> PartitionDecision | None:
 
 
 def merge_baselines(problem: PartitionProblem) -> dict[str, Callable[[PartitionProblem], PartitionDecision | None]]:
-    return {
-        "traversal-bfs": lambda p: traversal_merge(p, "bfs"),
-        "traversal-dfs": lambda p: traversal_merge(p, "dfs"),
-        "unmerged": unmerged,
-    }
+    """The merge descriptor's baselines, by name."""
+    from solvermap.mappers.decisions import MERGE
+
+    return {b.name: functools.partial(b.run, **b.kwargs) for b in MERGE.baselines}

@@ -17,23 +17,40 @@ predicted vs simulated hop-weighted bytes) and, when the model has weights, the 
 (fixed point, bit-sliced crossbars) against the float reference with its error bound; for
 ``digits_mlp`` the test-set accuracy loss.
 
-Options (``--set decisions.<step>.<key>=v``): optimize.fold_bias (auto|always|never), optimize.unroll
-(per_position|im2col), optimize.calibration_samples (8), optimize.input_normalization ([shift, scale]);
-replicate.spare (0.25: budget = (1 + spare) × unreplicated MVMUs) or replicate.budget (MVMUs);
-place.variant (hierarchical|joint), place.extra_tiles, place.balance_weight, place.link_weight,
-place.lns_share (0.45), place.bound_share (0.3: time for the certified lower bound);
-validate.inferences (4), validate.chunks (8), validate.functional_samples (4).
+Options (``--set decisions.<step>.<key>=v``): :class:`OptimizeOptions` (optimize.*), :class:`ValidateOptions`
+(validate.*), and the descriptors' ``ReplicateOptions`` (replicate.spare or replicate.budget) and
+``PumaPlaceOptions`` (place.variant, extra_tiles, balance_weight, link_weight, lns_share, bound_share) in
+:mod:`solvermap.mappers.decisions`; ``solvermap decisions --json`` shows types, ranges and defaults.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from solvermap.errors import InfeasibleError
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
+from solvermap.mappers.decisions import PUMA_PLACE, REPLICATE
+from solvermap.mappers.pipeline import Context, Pipeline, StepOptions, decide, run_decision, transform
+
+
+class OptimizeOptions(StepOptions):
+    """Options of the application optimiser (``decisions.optimize.<key>``)."""
+
+    unroll: Literal["per_position", "im2col"] = Field("per_position", description="how a convolution unrolls onto crossbars")
+    fold_bias: Literal["auto", "always", "never"] = Field("auto", description="fold biases into the weights [W|b]·[x;1]")
+    calibration_samples: int = Field(8, ge=1, description="inputs that calibrate the quantisation scales")
+    input_normalization: tuple[float, float] | None = Field(None, description="[shift, scale] of the inputs")
+
+
+class ValidateOptions(StepOptions):
+    """Options of the end-to-end validation (``decisions.validate.<key>``)."""
+
+    inferences: int = Field(4, ge=1, description="inferences the performance simulator pipelines")
+    chunks: int = Field(8, ge=1, description="chunks per transfer in the performance simulator")
+    functional_samples: int = Field(4, ge=1, description="inputs run through the functional simulator")
 
 
 def _spec(ctx: Context):
@@ -58,15 +75,15 @@ def _calibration(ctx: Context, network, samples: int) -> np.ndarray:
 def _optimize(ctx: Context) -> None:
     from solvermap.mappers.puma import application_optimizer as ao
 
-    spec = _spec(ctx)
+    spec, options = _spec(ctx), ctx.options_for("optimize", OptimizeOptions)
     net = ao.fold_batchnorm(ctx.state["network.original"])
-    net = ao.set_unroll(net, ctx.option("optimize", "unroll", "per_position"))
-    net = ao.fold_bias(net, spec.crossbar.rows, ctx.option("optimize", "fold_bias", "auto"))
+    net = ao.set_unroll(net, options.unroll)
+    net = ao.fold_bias(net, spec.crossbar.rows, options.fold_bias)
     limit = 2.0 ** (spec.data.int_bits - 1)
-    samples = int(ctx.option("optimize", "calibration_samples", 8))
-    calibration = _calibration(ctx, net, samples) if net.has_weights else None
-    norm = ctx.option("optimize", "input_normalization", None)
-    net = ao.quantize(net, limit, calibration, tuple(norm) if norm else None)
+    calibration = _calibration(ctx, net, options.calibration_samples) if net.has_weights else None
+    if calibration is not None:
+        ctx.say(f"optimize: calibrating the layer scales on {len(calibration)} inputs")
+    net = ao.quantize(net, limit, calibration, options.input_normalization)
     ctx.state["network"] = net
 
 
@@ -88,20 +105,16 @@ def replication_problem(network, spec, budget: int | None = None, spare: float =
 
 
 def _replicate(ctx: Context):
-    from solvermap.formulations import replication
     from solvermap.formulations.problems.replication import crossbars_used, objective
-    from solvermap.hardware.checks.puma_replication import check
-    from solvermap.mappers.puma.replication_baselines import BASELINES
 
-    net = ctx.state["network"]
-    problem = replication_problem(net, _spec(ctx), ctx.option("replicate", "budget", None), float(ctx.option("replicate", "spare", 0.25)))
+    net, options = ctx.state["network"], ctx.options_for(REPLICATE)
+    problem = replication_problem(net, _spec(ctx), options.budget, options.spare)
 
     def validate(p, decision):
         return {"interval_mvm_steps": objective(p, decision), "mvmus_used": crossbars_used(p, decision), "budget_mvmus": p.budget,
                 "degrees": dict(decision.degrees)}
 
-    decision, record = run_decision(ctx, "replicate", problem, formulation=replication, checker=check, objective=objective,
-                                    baselines=BASELINES, validate=validate, serialize=lambda d: d.to_json())
+    decision, record = run_decision(ctx, REPLICATE, problem, validate=validate)
     for layer in net.mvm_layers():
         layer.attrs["replicas"] = int(decision.degrees.get(layer.name, 1))
     return record
@@ -115,21 +128,19 @@ def _partition(ctx: Context) -> None:
 
 
 def make_placement_problem(ctx: Context):
-    from solvermap.mappers.puma.placement_problem import make_problem
+    from solvermap.hardware.puma.placement_problem import make_problem
 
-    return make_problem(ctx.state["partition"], _spec(ctx), variant=ctx.option("place", "variant", "hierarchical"),
-                        extra_tiles=int(ctx.option("place", "extra_tiles", 0)),
-                        balance_weight=float(ctx.option("place", "balance_weight", 0.0)),
-                        link_weight=float(ctx.option("place", "link_weight", 0.0)),
-                        lns_share=float(ctx.option("place", "lns_share", 0.45)),
-                        bound_share=float(ctx.option("place", "bound_share", 0.3)))
+    options = ctx.options_for(PUMA_PLACE)
+    return make_problem(ctx.state["partition"], _spec(ctx), variant=options.variant, extra_tiles=options.extra_tiles,
+                        balance_weight=options.balance_weight, link_weight=options.link_weight,
+                        lns_share=options.lns_share, bound_share=options.bound_share)
 
 
 def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -> dict[str, Any]:
     """Simulated performance and bytes of one placement (used by the pipeline and the study)."""
     from solvermap.hardware.puma.performance_sim import simulate
     from solvermap.mappers.puma.communication import insert, summary
-    from solvermap.mappers.puma.placement_problem import hop_weighted_bytes, level_bytes, link_loads
+    from solvermap.hardware.puma.placement_problem import hop_weighted_bytes, level_bytes, link_loads
 
     comm = insert(problem, decision)
     perf = simulate(problem.partition, decision, comm, problem.spec, dict(problem.io_positions), inferences=inferences, chunks=chunks)
@@ -149,19 +160,10 @@ def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -
 
 
 def _place(ctx: Context):
-    from solvermap.hardware.checks.puma_placement import check
-    from solvermap.mappers.puma import hierarchical_placement
-    from solvermap.mappers.puma.baselines import BASELINES
-    from solvermap.mappers.puma.placement_problem import objective
-
     problem = make_placement_problem(ctx)
-    inferences = int(ctx.option("validate", "inferences", 4))
-    chunks = int(ctx.option("validate", "chunks", 8))
-    seed = ctx.seed
-    baselines = {name: (lambda p, fn=fn, name=name: fn(p, seed) if name in ("random", "min_cut") else fn(p)) for name, fn in BASELINES.items()}
-    decision, record = run_decision(ctx, "place", problem, formulation=hierarchical_placement, checker=check, objective=objective,
-                                    baselines=baselines, validate=lambda p, d: placement_metrics(p, d, inferences, chunks),
-                                    serialize=lambda d: d.to_json())
+    options = ctx.options_for("validate", ValidateOptions)
+    decision, record = run_decision(ctx, PUMA_PLACE, problem,
+                                    validate=lambda p, d: placement_metrics(p, d, options.inferences, options.chunks))
     if record.baseline is not None and record.baseline.objective:
         record.details["ratio_to_best_baseline"] = record.validation["predicted_hop_weighted_bytes"] / record.baseline.objective
     return record
@@ -182,13 +184,12 @@ def _communicate(ctx: Context) -> None:
 def _validate(ctx: Context) -> dict[str, Any]:
     from solvermap.hardware.puma.functional_sim import simulate
 
-    problem = ctx.state["place.problem"]
-    metrics = placement_metrics(problem, ctx.state["place"], int(ctx.option("validate", "inferences", 4)),
-                                int(ctx.option("validate", "chunks", 8)))
+    problem, options = ctx.state["place.problem"], ctx.options_for("validate", ValidateOptions)
+    metrics = placement_metrics(problem, ctx.state["place"], options.inferences, options.chunks)
     net = ctx.state["network"]
     metrics["communication_check_ok"] = True
     if net.has_weights:
-        samples = int(ctx.option("validate", "functional_samples", 4))
+        samples = options.functional_samples
         x = _calibration(ctx, net, samples)[:samples]
         result = simulate(net, ctx.state["partition"], _spec(ctx), x)
         metrics.update({"functional_max_error": result.max_error, "functional_bound_max": float(result.bound.max()),
@@ -217,16 +218,18 @@ PIPELINE = Pipeline(
     family="puma",
     description="PUMA analog-digital accelerator: ONNX → optimiser → replication → crossbar partitioning → tile placement → communication",
     steps=(
-        Step("convert", "ONNX converter: imported graph + weights → PUMA network", _convert, kind="transform"),
-        Step("optimize", "application optimiser: batch-norm and bias folding, quantisation (normalize/clip)", _optimize, kind="transform"),
-        Step("replicate", "per-layer replication degrees under an MVMU budget", _replicate,
-             formulation="solvermap.formulations.replication", model="milp", baselines=("none", "greedy_bottleneck")),
-        Step("partition", "crossbar partitioning into virtual crossbars (affinity for vector ops)", _partition, kind="transform"),
-        Step("place", "hierarchical tile placement: blocks → MVMUs → cores → tiles → node positions (hop-weighted bytes)", _place,
-             formulation="solvermap.mappers.puma.hierarchical_placement on solvermap.formulations.placement", model="milp",
-             baselines=("row_major", "col_major", "random", "min_cut")),
-        Step("communicate", "load/store/send/receive insertion with dedup, independently checked", _communicate, kind="transform"),
+        transform("convert", "ONNX converter: imported graph + weights → PUMA network", _convert,
+                  provides=("network.original",)),
+        transform("optimize", "application optimiser: batch-norm and bias folding, quantisation (normalize/clip)",
+                  _optimize, options=OptimizeOptions, needs=("network.original",), provides=("network",)),
+        decide(REPLICATE, _replicate, needs=("network",)),
+        transform("partition", "crossbar partitioning into virtual crossbars (affinity for vector ops)", _partition,
+                  needs=("network",), provides=("partition",)),
+        decide(PUMA_PLACE, _place, needs=("partition",)),
+        transform("communicate", "load/store/send/receive insertion with dedup, independently checked", _communicate,
+                  needs=("place", "place.problem"), provides=("communication",)),
     ),
     validate=_validate,
+    validate_options=ValidateOptions,
     default_workload="mlp_l4",
 )

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import PumaPlacement, Slot
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem
 
 
 def _order(problem: PumaPlacementProblem, key) -> list[str]:

@@ -9,8 +9,8 @@ core's register spaces (L183) are counted by the performance simulator as part o
 
 from __future__ import annotations
 
+from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import Communication, PumaPlacement, Transfer
-from solvermap.mappers.puma.placement_problem import PumaPlacementProblem
 
 
 def insert(problem: PumaPlacementProblem, placement: PumaPlacement) -> Communication:

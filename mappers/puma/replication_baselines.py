@@ -19,5 +19,3 @@ def greedy_bottleneck(problem: ReplicationProblem) -> Replication:
             return Replication(degrees)
         degrees = dict(trial.degrees)
 
-
-BASELINES = {"none": no_replication, "greedy_bottleneck": greedy_bottleneck}

@@ -12,7 +12,8 @@
                                                                     baselines: one-per-tile, first-fit
     wide_fetch       AGG → SRAM → TB shifts: one SRAM access per tile per cycle (D8)
                                                                     baseline: no-shift
-    validate         cycle-level simulation, bit-exact against the NumPy golden model; Table II cost
+    validate         configuration of every unit (configure.py) executed by the cycle simulator, bit-exact
+                     against the NumPy golden model; Table II cost
 """
 
 from __future__ import annotations
@@ -22,32 +23,22 @@ from typing import Any
 import numpy as np
 
 from solvermap.errors import InputError
-from solvermap.formulations import banking as banking_model
-from solvermap.formulations import partition as partition_model
-from solvermap.formulations import scheduling as scheduling_model
-from solvermap.formulations import shift_registers as sr_model
-from solvermap.formulations import wide_fetch as fetch_model
 from solvermap.formulations.problems import banking as banking_problems
-from solvermap.formulations.problems import partition as partition_problems
-from solvermap.formulations.problems import scheduling as schedule_problems
 from solvermap.formulations.problems import shift_registers as sr_problems
 from solvermap.formulations.problems import wide_fetch as fetch_problems
-from solvermap.hardware.checks import banking as banking_check
-from solvermap.hardware.checks import partition as partition_check
-from solvermap.hardware.checks import schedule as schedule_check
-from solvermap.hardware.checks import shift_registers as sr_check
 from solvermap.hardware.checks import storage as storage_check
-from solvermap.hardware.checks import wide_fetch as fetch_check
 from solvermap.hardware.pushmem.cost import cost, pe_tiles
-from solvermap.hardware.pushmem.simulator import Design, simulate
+from solvermap.hardware.pushmem.simulator import simulate
 from solvermap.ir.loopnest import Program, random_inputs
-from solvermap.mappers.pipeline import Context, Pipeline, Step, run_decision
-from solvermap.mappers.pushmem.banking_adapter import banking_problem, cyclic, embarrassing
-from solvermap.mappers.pushmem.baselines import all_memory, sequential_schedule, sr_chain
+from solvermap.mappers.decisions import BANK, MEMTILE, SCHEDULE, SHIFT_REGISTERS, WIDE_FETCH
+from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
+from solvermap.mappers.pushmem.banking_adapter import banking_problem
+from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
+from solvermap.mappers.pushmem.configure import Mapping, configure
 from solvermap.mappers.pushmem.dependences import schedule_problem
-from solvermap.mappers.pushmem.fetch_adapter import no_shift, wide_fetch_problem
-from solvermap.mappers.pushmem.physical import first_fit, memtile_problem, minimise_storage, one_per_tile, physical_buffers
+from solvermap.mappers.pushmem.fetch_adapter import wide_fetch_problem
+from solvermap.mappers.pushmem.physical import memtile_problem, minimise_storage, physical_buffers
 from solvermap.mappers.pushmem.ports import memories, shift_register_problem, tap_distances
 
 
@@ -69,9 +60,7 @@ def _schedule(ctx: Context):
         return {"cycles": s.completion, "sequential_cycles": seq.completion, "pipeline": p.pipeline, "ii": s.ii,
                 "speedup": round(seq.completion / max(1, s.completion), 3)}
 
-    schedule, record = run_decision(ctx, "schedule", problem, formulation=scheduling_model, checker=schedule_check.check,
-                                    objective=schedule_problems.objective, baselines={"sequential": sequential_schedule},
-                                    validate=validate)
+    schedule, record = run_decision(ctx, SCHEDULE, problem, validate=validate)
     ctx.state["latency"] = dict(problem.latency)
     ctx.state["mem_latency"] = dict(problem.notes["mem_latency"])
     return record
@@ -88,24 +77,20 @@ def _shift_registers(ctx: Context):
     def validate(p, plan):
         return sr_problems.counts(plan)
 
-    plan, record = run_decision(ctx, "shift_registers", problem, formulation=sr_model, checker=sr_check.check,
-                                objective=sr_problems.objective, baselines={"all-memory": all_memory, "sr-chain": sr_chain},
-                                validate=validate)
+    plan, record = run_decision(ctx, SHIFT_REGISTERS, problem, validate=validate)
     ctx.state["memories"] = memories(ctx.state["buffers"], problem, plan)
     ctx.state["tap_distances"] = tap_distances(problem)
     return record
 
 
 def _bank(ctx: Context):
-    problem = banking_problem(ctx.state["memories"], ctx.target, max_banks=int(ctx.option("bank", "max_banks", 16)))
+    problem = banking_problem(ctx.state["memories"], ctx.target, max_banks=ctx.options_for(BANK).max_banks)
 
     def validate(p, b):
         return {"memories": len(p.memories), "banks": int(banking_problems.objective(p, b)),
                 "peak_accesses": {m.name: banking_problems.peak_bank_load(m, b.functions[m.name]) for m in p.memories}}
 
-    banks, record = run_decision(ctx, "bank", problem, formulation=banking_model, checker=banking_check.check,
-                                 objective=banking_problems.objective,
-                                 baselines={"cyclic": cyclic, "embarrassing": embarrassing}, validate=validate)
+    banks, record = run_decision(ctx, BANK, problem, validate=validate)
     physical = physical_buffers(ctx.state["memories"], banks, ctx.target.fetch_width)
     ctx.state["moduli"] = minimise_storage(physical)
     ctx.state["physical"] = physical
@@ -120,9 +105,7 @@ def _memtile(ctx: Context):
         return {"tiles": len(d.bins), "fragments": len(p.items),
                 "sram_words": int(sum(pb.words for pb in ctx.state["physical"]))}
 
-    decision, record = run_decision(ctx, "memtile", problem, formulation=partition_model, checker=partition_check.check,
-                                    objective=partition_problems.objective,
-                                    baselines={"one-per-tile": one_per_tile, "first-fit": first_fit}, validate=validate)
+    decision, record = run_decision(ctx, MEMTILE, problem, validate=validate)
     tile_of = dict(decision.assignment)
     rows: dict[int, int] = {}
     base = {}
@@ -140,21 +123,20 @@ def _wide_fetch(ctx: Context):
     def validate(p, d):
         return {"streams": len(p.streams), "agg_tb_words": fetch_problems.objective(p, d)}
 
-    decision, record = run_decision(ctx, "wide_fetch", problem, formulation=fetch_model, checker=fetch_check.check,
-                                    objective=fetch_problems.objective, baselines={"no-shift": no_shift}, validate=validate)
+    decision, record = run_decision(ctx, WIDE_FETCH, problem, validate=validate)
     return record
 
 
-def design_of(ctx: Context) -> Design:
+def mapping_of(ctx: Context) -> Mapping:
     plan = ctx.state["shift_registers"]
-    return Design(_program(ctx), ctx.state["schedule"], ctx.state["latency"], ctx.state["buffers"], dict(plan.edges),
-                  ctx.state["tap_distances"], ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.state["row_base"],
-                  dict(ctx.state["wide_fetch"].shifts), ctx.target)
+    return Mapping(_program(ctx), ctx.state["schedule"], ctx.state["latency"], ctx.state["buffers"], dict(plan.edges),
+                   ctx.state["tap_distances"], ctx.state["physical"], ctx.state["tile_of_fragment"], ctx.state["row_base"],
+                   dict(ctx.state["wide_fetch"].shifts), ctx.target)
 
 
 def validate(ctx: Context) -> dict[str, Any]:
     program, spec = _program(ctx), ctx.target
-    sim = simulate(design_of(ctx), random_inputs(program, ctx.seed))
+    sim = simulate(configure(mapping_of(ctx)), random_inputs(program, ctx.seed))
     schedule = ctx.state["schedule"]
     physical = ctx.state["physical"]
     plan = ctx.state["shift_registers"]
@@ -173,6 +155,7 @@ def validate(ctx: Context) -> dict[str, Any]:
         "predicted_cycles": schedule.completion,
         "simulated_cycles": sim.cycles,
         "cycles_rel_diff": abs(sim.cycles - schedule.completion) / max(1, schedule.completion),
+        "stall_cycles": sim.stall_cycles,
         "sequential_cycles": ctx.state["sequential_schedule"].completion,
         "sram_words": sram_words,
         "simulated_peak_sram_words": sim.sram_words,
@@ -181,6 +164,7 @@ def validate(ctx: Context) -> dict[str, Any]:
         "port_conflicts": sim.port_conflicts,
         "data_hazards": sim.data_hazards,
         "capacity_violations": sim.capacity_violations,
+        "hazards": {k: v for k, v in sim.hazards.items() if v},
         "storage_check_ok": storage.ok,
         "shift_registers": sr["sr_edges"],
         "sr_stages": sr["sr_stages"],
@@ -201,18 +185,12 @@ PIPELINE = Pipeline(
     description="Halide-style affine programs on push-memory CGRAs (seed 001): unified buffers, scheduling, "
                 "shift registers, banking, memory tiles, wide fetch",
     steps=(
-        Step("schedule", "cycle-accurate affine schedule (rates + delay ILP; DNN: binary search on II)", _schedule,
-             formulation="solvermap.formulations.scheduling", model="milp", baselines=("sequential",)),
-        Step("buffers", "unified-buffer extraction", _buffers, kind="transform"),
-        Step("shift_registers", "taps as wires / shift registers / memory delay lines (arborescence ILP)",
-             _shift_registers, formulation="solvermap.formulations.shift_registers", model="milp",
-             baselines=("all-memory", "sr-chain")),
-        Step("bank", "bank functions: at most 4 accesses per bank per cycle (CP-SAT / MILP)", _bank,
-             formulation="solvermap.formulations.banking", model="cpsat", baselines=("cyclic", "embarrassing")),
-        Step("memtile", "buffer fragments packed onto MEM tiles (shared bin packing)", _memtile,
-             formulation="solvermap.formulations.partition", model="milp", baselines=("one-per-tile", "first-fit")),
-        Step("wide_fetch", "AGG/SRAM/TB shifts: single SRAM port per tile", _wide_fetch,
-             formulation="solvermap.formulations.wide_fetch", model="cpsat", baselines=("no-shift",)),
+        decide(SCHEDULE, _schedule, provides=("sequential_schedule", "latency", "mem_latency")),
+        transform("buffers", "unified-buffer extraction", _buffers, needs=("schedule", "latency"), provides=("buffers",)),
+        decide(SHIFT_REGISTERS, _shift_registers, needs=("buffers", "mem_latency"), provides=("memories", "tap_distances")),
+        decide(BANK, _bank, needs=("memories",), provides=("moduli", "physical", "storage_check")),
+        decide(MEMTILE, _memtile, needs=("physical",), provides=("tile_of_fragment", "row_base")),
+        decide(WIDE_FETCH, _wide_fetch, needs=("physical", "tile_of_fragment")),
     ),
     validate=validate,
     default_workload="harris",

@@ -26,11 +26,16 @@ def memory_banking(mem: Memory, port_limit: int, max_banks: int, read_ports: int
     idx = np.stack(np.unravel_index(elements, mem.shape), axis=1) if len(elements) else np.zeros((0, len(mem.shape)), int)
     uniq, start, counts = np.unique(times, return_index=True, return_counts=True)
     patterns = set()
-    for s, n in zip(start[counts > port_limit], counts[counts > port_limit]):
-        rows = idx[s:s + n]
-        base = rows.min(axis=0)
-        patterns.add(tuple(sorted((BankAccess(int(p), bool(w), tuple(int(v) for v in r - base))
-                                  for p, w, r in zip(port[s:s + n], is_write[s:s + n], rows)), key=lambda a: (a.port, a.offset))))
+    busy = counts > port_limit
+    for n in np.unique(counts[busy]).tolist():  # cycles with n accesses: their distinct offset patterns
+        at = start[busy & (counts == n)][:, None] + np.arange(n)
+        rows = idx[at]
+        key = np.concatenate([port[at][..., None], is_write[at][..., None].astype(np.int64),
+                              rows - rows.min(axis=1, keepdims=True)], axis=2).reshape(len(at), -1)
+        distinct = {row.tobytes(): row for row in np.ascontiguousarray(key)}
+        for u in np.array(list(distinct.values())).reshape(-1, n, 2 + idx.shape[1]).tolist():
+            patterns.add(tuple(sorted((BankAccess(p, bool(w), tuple(off)) for p, w, *off in u),
+                                      key=lambda a: (a.port, a.offset))))
     groups = tuple(sorted(patterns, key=lambda g: [(a.port, a.offset) for a in g]))
     return MemoryBanking(mem.name, tuple(mem.shape), tuple(s.name for s in streams), groups, port_limit, max_banks,
                          len(mem.shape) - 1, read_ports, times, elements, port, is_write)

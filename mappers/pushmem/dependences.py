@@ -6,7 +6,12 @@
 * :func:`rate_matching` — the SDF-style rate solve of the stencil scheduler (001:L232): loop levels linked
   through access maps form classes with fixed rational rate ratios (an access ``in[y/2]`` halves, a
   stride ``in[2*y]`` doubles); each class takes the smallest integer scale that keeps every statement
-  injective (one operation per cycle, II = 1 for the fastest statement), innermost classes first.
+  injective (one operation per cycle, II = 1 for the fastest statement), innermost classes first. The
+  class just outside the innermost loops takes a multiple of the fetch width, so every row starts a new
+  wide word in time as in space (the strip-mining x = fw·x_o + x_i of 001:L264, Eq. 2). Assumption: the
+  seed's examples have 64-pixel rows; with a row of 66 (a padded 64-pixel map) and one write plus two
+  delay-line reads on one single-port SRAM, constant AGG/TB shifts find no conflict-free interleaving, so
+  a 66-pixel row takes 68 cycles.
 * :func:`schedule_problem` — the :class:`ScheduleProblem` of a program: exact dependence offsets by
   enumerating each consumer's domain (islpy-free: domains are boxes, maps affine with floor divisors),
   extra SRAM-path latency for dependences whose distance is not constant (they cannot be shift
@@ -130,7 +135,7 @@ class _UnionFind:
         return True
 
 
-def rate_matching(program: Program) -> dict[str, tuple[int, ...]]:
+def rate_matching(program: Program, fetch_width: int = 1) -> dict[str, tuple[int, ...]]:
     """Integer rates per statement and loop (see module docstring); raises when ratios conflict."""
     producers = temp_producers(program)
     nodes = [(s.name, j) for s in program.statements for j in range(len(s.loops))]
@@ -170,6 +175,9 @@ def rate_matching(program: Program) -> dict[str, tuple[int, ...]]:
             for ((s, j), _), b in zip(members, base):
                 need = 1 + sum(q[(s, jj)] * (stmt[s].loops[jj].extent - 1) for jj in range(j + 1, len(stmt[s].loops)))
                 k = max(k, -(-need // b))
+            if all(j == len(stmt[s].loops) - 2 for (s, j), _ in members):  # rows: whole wide words per row
+                while any(b * k % fetch_width for b in base):
+                    k += 1
             for ((s, j), _), b in zip(members, base):
                 q[(s, j)] = b * k
             del pending[root]
@@ -270,7 +278,7 @@ def schedule_problem(program: Program, *, fetch_width: int = 4, sram_read_latenc
                              "reduction loops must be innermost (the PE accumulates in place)")
     latency = {s.name: statement_latency(s, op_latency) for s in program.statements}
     if kind == "stencil" and not ncoarse:
-        matched = rate_matching(program)
+        matched = rate_matching(program, fetch_width)
         rates: dict[str, tuple[int | None, ...]] = {k: tuple(v) for k, v in matched.items()}
     else:
         rates = {s.name: (None,) * ncoarse + dense_rates(Statement(s.name, s.loops[ncoarse:], s.write, s.expr))

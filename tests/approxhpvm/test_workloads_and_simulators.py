@@ -10,10 +10,17 @@ import pytest
 from solvermap.errors import InputError
 from solvermap.hardware.approxhpvm import check_supported
 from solvermap.hardware.approxhpvm.gpu_cost import gpu_op_cost
-from solvermap.hardware.approxhpvm.promise_sim import kernel_energy, network_kernel_energy, noisy_dot, task_cost
+from solvermap.hardware.approxhpvm.promise_sim import (
+    kernel_decisions,
+    kernel_energy,
+    network_kernel_energy,
+    noisy_dot,
+    task_cost,
+)
 from solvermap.ir.graph import DataflowGraph, NodeKind
 from solvermap.ir.hierarchy import flatten
 from solvermap.ir.workloads import build
+from solvermap.ir.workloads.approxhpvm_kernels import build_kernel
 from solvermap.ir.workloads.approxhpvm_tensor_ops import LayerSpec, backward, build_network, digits, train
 
 
@@ -61,8 +68,8 @@ def test_backward_matches_numerical_gradient_of_a_conv_net():
 
 def test_unsupported_op_is_a_one_line_input_error():
     g = DataflowGraph("bad")
-    g.add_node("sm", op="softmax")
-    with pytest.raises(InputError, match="unsupported tensor op 'softmax'") as err:
+    g.add_node("sm", op="lstm")
+    with pytest.raises(InputError, match="unsupported tensor op 'lstm'") as err:
         check_supported(g, "bad.json")
     assert "\n" not in str(err.value)
 
@@ -80,6 +87,13 @@ def test_promise_noise_follows_eq_4_2():
     rng = np.random.default_rng(0)
     mean = noisy_dot(x, w, f, rng)[:, 0] / n
     assert np.std(mean) == pytest.approx(f / math.sqrt(n), rel=0.05)
+
+
+def test_a_kernel_on_promise_loses_more_accuracy_at_a_larger_swing_factor():
+    kernel = build_kernel("svm")
+    loss = {f: np.mean([kernel.mismatch(kernel_decisions(kernel, f, np.random.default_rng(seed))) for seed in range(3)])
+            for f in (0.0, 0.5)}
+    assert loss[0.0] < loss[0.5]
 
 
 def test_knn_one_bank_matches_seed_energy_and_throughput(spec):

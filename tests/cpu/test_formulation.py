@@ -7,10 +7,11 @@ import pytest
 
 from solvermap.formulations import tensorize as model
 from solvermap.formulations.problems.tensorize import objective
-from solvermap.formulations.solver import SolverConfig, Status, available_backends
+from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.cpu.instructions import ARM_SDOT, TENSORCORE_WMMA, VNNI_VPDPBUSD
 from solvermap.ir.loopnest import Program, Tensor, statement
 from solvermap.mappers.cpu.inspector import inspect
+from tests.backends import PYOMO, milp_backends
 
 from .conftest import problem_for, reduced_params
 
@@ -37,7 +38,7 @@ def _brute_optimum(problem):
     return min(objective(problem, d) for d in model.brute_force(problem))
 
 
-@pytest.mark.parametrize("backend", [b for b in ("cpsat", "highs", "scip", "cbc") if b in available_backends("milp")])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", "cbc", *PYOMO))
 def test_every_milp_backend_reaches_the_enumerated_optimum(backend):
     for problem in _instances():
         solved = model.solve(problem, SolverConfig(backend=backend, time_limit_s=20))

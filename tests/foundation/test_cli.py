@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from solvermap import cli
+from solvermap import api, cli
 
 from . import toy_family  # noqa: F401 - registers the "toy" family
 
@@ -94,10 +94,11 @@ def test_same_config_gives_the_same_answer(monkeypatch, capsys, tmp_path, toy_ta
     (["map", "-w", "nope", "-t", "TOY"], "unknown workload 'nope' for target family 'toy'"),
     (["map", "-w", "toy_items", "-t", "TOY", "--set", "workload.size=3"], "field 'workload.size': unknown parameter"),
     (["map", "-w", "toy_items", "-t", "TOY", "--solver", "glpk"], "unknown backend 'glpk'"),
-    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "field 'capacity'"),
+    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "--set target.capacity=-2: Input should be"),
     (["solve", "route", "-w", "toy_items", "-t", "TOY"], "decision 'route' is not part of the toy pipeline"),
     (["map", "-w", "toy_items", "-t", "missing.yaml"], "missing.yaml: no such file"),
     (["map", "--bogus"], "No such option: --bogus"),
+    (["solve", "select", "-w", "toy_items", "-t", "TOY", "--write-model", "model.txt"], "must end in .lp or .mps"),
 ])
 def test_bad_input_is_one_line_with_exit_code_2(monkeypatch, capsys, tmp_path, toy_target, args, message):
     args = [toy_target if a == "TOY" else a for a in args] + ["--out", str(tmp_path / "r")]
@@ -105,6 +106,44 @@ def test_bad_input_is_one_line_with_exit_code_2(monkeypatch, capsys, tmp_path, t
     assert code == 2
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("suffix", [".lp", ".mps"])
+def test_a_written_model_resolves_with_highspy_to_the_decisions_objective(monkeypatch, capsys, tmp_path, toy_target,
+                                                                          suffix):
+    import highspy
+
+    path = tmp_path / f"select{suffix}"
+    code, out, err = run_cli(monkeypatch, capsys, "solve", "select", "-w", "toy_items", "-t", toy_target, "--solver",
+                             "pyomo-highs", "--json", "--out", str(tmp_path / "r"), "-q", "--write-model", str(path))
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["solver"]["backend"] == "pyomo-highs" and data["solver"]["status"] == "optimal"
+    assert data["model_file"]["path"] == str(path) and data["model_file"]["solves"] == 1
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(path)) == highspy.HighsStatus.kOk
+    h.run()
+    assert h.getInfo().objective_function_value == pytest.approx(data["solver"]["objective"])
+
+
+def test_writing_the_model_of_a_decision_that_solved_no_milp_is_one_line():
+    from solvermap.errors import ConfigError
+    from solvermap.formulations.solver import ModelCapture
+
+    with pytest.raises(ConfigError, match="decision 'bank' solved no MILP model with backend 'cpsat'.*--solver highs"):
+        api._write_model("bank.lp", ModelCapture(), "bank", "cpsat")
+
+
+def test_a_pyomo_backend_that_is_not_installed_is_one_line_naming_what_to_install(monkeypatch, capsys, tmp_path,
+                                                                                  toy_target):
+    from solvermap.formulations.solver import unavailable_reason
+
+    if unavailable_reason("milp", "pyomo-xpress") is None:
+        pytest.skip("Xpress is installed here")
+    code, _, err = run_cli(monkeypatch, capsys, "solve", "select", "-w", "toy_items", "-t", toy_target, "--solver",
+                           "pyomo-xpress", "--out", str(tmp_path / "r"), "-q")
+    assert code == 2 and "pip install xpress" in err and len(err.strip().splitlines()) == 1
 
 
 def test_listing_commands_print_json(monkeypatch, capsys):

@@ -15,7 +15,7 @@ from solvermap.formulations.solver import ModelBuilder, linear_sum
 from solvermap.hardware.targets import TargetSpec, register_family
 from solvermap.ir.workloads import register
 from solvermap.mappers import register_pipeline
-from solvermap.mappers.pipeline import Pipeline, Step, run_decision
+from solvermap.mappers.pipeline import Baseline, Decision, DecisionOptions, ModuleSolve, Pipeline, decide, run_decision
 from solvermap.results import CheckReport
 
 
@@ -89,18 +89,21 @@ def greedy(problem: Problem) -> frozenset[int]:
     return frozenset(chosen)
 
 
+SELECT = Decision(
+    name="select", summary="choose items under capacity", kind="milp", problem_type=Problem,
+    decision_type=frozenset[int], options=DecisionOptions, solve=ModuleSolve(Knapsack), objective=objective,
+    checker=check, modules=("tests.foundation.toy_family",), sense="max", baselines=(Baseline("greedy-ratio", greedy),),
+    serialize=lambda problem, decision: sorted(decision),
+)
+
+
 def select_step(ctx):
     problem = Problem(ctx.workload.ir, ctx.target.capacity)
-    _, record = run_decision(ctx, "select", problem, formulation=Knapsack, checker=check, objective=objective,
-                             baselines={"greedy-ratio": greedy}, sense="max",
-                             validate=lambda p, d: {"weight": sum(p.items.weights[i] for i in d)},
-                             serialize=lambda d: sorted(d))
+    _, record = run_decision(ctx, SELECT, problem, validate=lambda p, d: {"weight": sum(p.items.weights[i] for i in d)})
     return record
 
 
-PIPELINE = Pipeline("toy", "knapsack test family", (Step("select", "choose items under capacity", select_step,
-                                                         formulation="tests.foundation.toy_family", model="milp",
-                                                         baselines=("greedy-ratio",)),),
+PIPELINE = Pipeline("toy", "knapsack test family", (decide(SELECT, select_step),),
                     validate=lambda ctx: {"value": objective(ctx.state["select.problem"], ctx.state["select"])},
                     default_workload="toy_items")
 register_pipeline(PIPELINE)

@@ -10,14 +10,16 @@ from solvermap.formulations.problems.link_split import objective, upper_bound
 from solvermap.formulations.solver import SolverConfig, Status, available_backends
 from solvermap.hardware.checks.link_split import check
 from solvermap.mappers.plasticine.network import greedy_split
+from tests.backends import PYOMO, milp_backends
 
 from . import instances
 from .enumeration import split_optimum
 
 BACKENDS = [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]
+AGREEMENT = milp_backends("cpsat", "highs", "scip", *PYOMO)  # the enumerated-optimum tests
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", AGREEMENT)
 def test_backends_reach_the_enumerated_split_optimum(backend):
     problem = instances.hybrid_split()
     solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=20))

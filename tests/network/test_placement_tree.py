@@ -13,8 +13,10 @@ from solvermap.formulations.solver import SolverConfig, Status, available_backen
 from solvermap.hardware.checks.placement import check
 from solvermap.hardware.targets import load_target
 from solvermap.mappers.plasticine.network import annealing_placement, greedy_placement, mesh_of, sites_of
+from tests.backends import PYOMO, milp_backends
 
 BACKENDS = [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]
+AGREEMENT = milp_backends("cpsat", "highs", "scip", *PYOMO)  # the enumerated-optimum tests
 
 
 def checkerboard_problem() -> PlacementProblem:
@@ -37,7 +39,7 @@ def enumerate_optimum(problem: PlacementProblem) -> float:
     return best
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", AGREEMENT)
 def test_tree_mode_reaches_the_enumerated_optimum(backend):
     problem = checkerboard_problem()
     solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=30))

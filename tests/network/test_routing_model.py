@@ -8,11 +8,13 @@ from solvermap.formulations import routing as formulation
 from solvermap.formulations.problems.routing import RouteNet, RoutingProblem, lower_bound, objective, xy_tree
 from solvermap.formulations.solver import SolverConfig, Status, available_backends
 from solvermap.hardware.checks.routing import check
+from tests.backends import PYOMO, milp_backends
 
 from . import instances
 from .enumeration import routing_optimum
 
 BACKENDS = [b for b in ("cpsat", "highs", "scip") if b in available_backends("milp")]
+AGREEMENT = milp_backends("cpsat", "highs", "scip", *PYOMO)  # the enumerated-optimum tests
 KNOWN: dict[str, float] = {}
 
 
@@ -22,7 +24,7 @@ def known(name: str) -> float:
     return KNOWN[name]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", AGREEMENT)
 @pytest.mark.parametrize("case", sorted(instances.ROUTING))
 def test_backends_reach_the_enumerated_optimum(case, backend):
     problem = instances.ROUTING[case]()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,6 +102,17 @@ def test_mixed_clusters_break_cluster():
 def test_interleaved_bins_break_acyclic():
     broken = PartitionDecision({"a": 0, "c": 0, "b": 1, "d": 1}, {0: "pcu", 1: "pcu"})
     assert "acyclic" in check(chain_problem(), broken).rules()
+
+
+def test_a_cycle_through_more_bins_than_the_recursion_limit_is_found():
+    n = 3 * sys.getrecursionlimit()
+    names = [f"i{k}" for k in range(n)]
+    links = tuple(Link(names[k], names[(k + 1) % n], kind="scalar") for k in range(n))
+    wide = BinType("pcu", {"stages": 4}, inputs={"scalar": 2}, outputs={"scalar": 2})
+    problem = PartitionProblem(tuple(Item(name, {"stages": 1}) for name in names), (wide,), links, acyclic=True)
+    one_each = PartitionDecision({name: k for k, name in enumerate(names)}, dict.fromkeys(range(n), "pcu"))
+    [violation] = [v for v in check(problem, one_each).violations if v.rule == "acyclic"]
+    assert violation.message.count("->") == n
 
 
 def test_loop_carried_links_do_not_count_for_acyclicity():

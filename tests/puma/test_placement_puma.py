@@ -9,11 +9,11 @@ import pytest
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.checks.puma_communication import check as check_comm
 from solvermap.hardware.checks.puma_placement import check
+from solvermap.hardware.puma.placement_problem import make_problem, objective
 from solvermap.hardware.puma.program import Communication, PumaPlacement, Slot
 from solvermap.mappers.puma import hierarchical_placement
 from solvermap.mappers.puma.baselines import BASELINES
 from solvermap.mappers.puma.communication import insert
-from solvermap.mappers.puma.placement_problem import make_problem, objective
 
 
 @pytest.fixture(scope="module")

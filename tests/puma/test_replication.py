@@ -11,6 +11,7 @@ from solvermap.formulations.problems.replication import Replication, Replication
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.puma_replication import check
 from solvermap.mappers.puma.replication_baselines import greedy_bottleneck, no_replication
+from tests.backends import PYOMO, milp_backends
 
 PROBLEM = ReplicationProblem(("conv1", "conv2", "fc"), {"conv1": 784.0, "conv2": 100.0, "fc": 1.0},
                              {"conv1": 3, "conv2": 5, "fc": 2}, budget=22, max_degree=8)
@@ -26,7 +27,7 @@ def enumerate_best(problem):
     return best
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs", "scip", "cbc"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", "cbc", *PYOMO))
 def test_backends_find_the_enumerated_lexicographic_optimum(backend):
     solved = replication.solve(PROBLEM, SolverConfig(backend=backend, time_limit_s=20))
     assert solved.result.status == Status.OPTIMAL

@@ -8,9 +8,9 @@ import pytest
 from solvermap.hardware.puma import PumaSpec
 from solvermap.hardware.puma.functional_sim import Crossbar, simulate
 from solvermap.hardware.puma.performance_sim import simulate as perf_simulate
+from solvermap.hardware.puma.placement_problem import hop_weighted_bytes, make_problem
 from solvermap.mappers.puma.baselines import row_major
 from solvermap.mappers.puma.communication import insert
-from solvermap.mappers.puma.placement_problem import hop_weighted_bytes, make_problem
 
 from .conftest import SMALL
 

@@ -14,6 +14,7 @@ from solvermap.hardware.checks import shift_registers as sr_check
 from solvermap.hardware.checks import storage as storage_check
 from solvermap.hardware.checks import wide_fetch as fetch_check
 from solvermap.mappers.pushmem.banking_adapter import cyclic, embarrassing
+from tests.backends import PYOMO, milp_backends
 
 
 def _window_memory(port_limit=4):
@@ -46,7 +47,7 @@ def _brute_min_banks(mem):
     return None
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs", "scip"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", *PYOMO))
 def test_banking_backends_reach_the_enumerated_minimum(backend):
     mem = _window_memory()
     solved = banking.solve(BankingProblem((mem,)), SolverConfig(backend=backend, time_limit_s=20))
@@ -85,7 +86,7 @@ def test_shift_registers_reproduce_the_seed_example(gaussian16):
     assert [e.delay for e in edges.values() if e.kind == "mem"] in ([63], [64])
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs", "scip"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", *PYOMO))
 def test_shift_register_backends_agree(backend, gaussian16):
     ctx, _ = gaussian16
     problem = ctx.state["shift_registers.problem"]
@@ -113,7 +114,7 @@ def test_storage_checker_rejects_two_live_words_at_one_address(gaussian16):
     assert "address-collision" in storage_check.check(physical, bad).rules()
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", *PYOMO))
 def test_wide_fetch_backends_agree(backend, gaussian16):
     ctx, _ = gaussian16
     problem = ctx.state["wide_fetch.problem"]

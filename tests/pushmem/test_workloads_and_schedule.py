@@ -12,6 +12,7 @@ from solvermap.ir.workloads import build
 from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
 from solvermap.mappers.pushmem.dependences import rate_matching, schedule_problem
+from tests.backends import PYOMO, milp_backends
 
 APPS = ["gaussian", "harris", "upsample", "unsharp", "camera", "resnet", "mobilenet", "brighten_blur"]
 
@@ -43,7 +44,7 @@ def test_brighten_blur_ports_sit_at_distances_0_1_64_65():
     assert sorted(ub.summary()["distances"].values()) == [0, 1, 64, 65]  # 001:L256
 
 
-@pytest.mark.parametrize("backend", ["cpsat", "highs", "scip"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs", "scip", *PYOMO))
 def test_schedule_backends_reach_the_enumerated_optimum(backend):
     program = build("brighten_blur", "pushmem", {"size": 5}).ir
     problem = schedule_problem(program)
@@ -60,7 +61,7 @@ def test_schedule_backends_reach_the_enumerated_optimum(backend):
 
 
 def test_dnn_pipeline_binary_search_reaches_full_utilisation():
-    program = build("resnet", "pushmem", {"tiles": 3, "channels": 4, "filters": 2, "tile_size": 4}).ir
+    program = build("resnet", "pushmem", {"size": 8, "channels": 4, "filters": 2, "tile": 4}).ir
     problem = schedule_problem(program)
     solved = scheduling.solve(problem, SolverConfig(backend="highs"))
     assert problem.pipeline == "dnn"
@@ -94,7 +95,7 @@ def test_checker_rejects_a_wrong_completion():
 
 
 def test_checker_rejects_an_overwritten_double_buffer_slot():
-    program = build("resnet", "pushmem", {"tiles": 3, "channels": 4, "filters": 2, "tile_size": 4}).ir
+    program = build("resnet", "pushmem", {"size": 8, "channels": 4, "filters": 2, "tile": 4}).ir
     problem = schedule_problem(program)
     s = scheduling.solve(problem, SolverConfig(backend="highs")).decision
     rates = {k: (1,) + v[1:] if k == "load_input" else v for k, v in s.rates.items()}

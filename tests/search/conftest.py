@@ -1,8 +1,10 @@
-"""Shared fixtures: study files over the ``toyarray`` test family (tests/search/toy_family.py)."""
+"""Shared fixtures: study files over the ``toyarray`` test family (tests/search/toy_family.py), a
+throw-away PostgreSQL server, and a one-node SLURM cluster (tests/search/slurm_cluster.py)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,3 +57,49 @@ def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A throw-away PostgreSQL server on loopback (tests/search/postgres_server.py)."""
+    from tests.search.postgres_server import PostgresServer, server_binaries
+
+    if server_binaries() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed: apt-get install postgresql")
+    server = PostgresServer(tmp_path_factory.mktemp("pg"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_server) -> str:
+    """The URL of the throw-away server's ``postgres`` database."""
+    return postgres_server.url
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A one-node SLURM cluster on loopback (tests/search/slurm_cluster.py), with ``SLURM_CONF`` set for
+    the session so that submitit's ``sbatch`` and the tests' ``scontrol`` reach it."""
+    from tests.search.slurm_cluster import SlurmCluster, missing_binaries
+
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"SLURM not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge")
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster runs slurmd, which launches jobs, as root; run the tests as root (as CI does)")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    with pytest.MonkeyPatch.context() as patch:
+        try:
+            cluster.start()
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            cluster.stop()
+            pytest.skip(f"the SLURM daemons could not start here: {exc}")
+        patch.setenv("SLURM_CONF", str(cluster.conf))
+        try:
+            yield cluster
+        finally:
+            cluster.stop()

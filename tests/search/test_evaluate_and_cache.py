@@ -14,11 +14,11 @@ from solvermap.search.cache import SolveCache, Uncacheable, content_hash
 from solvermap.search.evaluate import Evaluator, StudyError
 from solvermap.search.study_file import parse_study
 from tests.search.conftest import toy_study
-from tests.search.toy_family import Pack, PackProblem, check, objective
+from tests.search.toy_family import PACK, PackProblem, check, objective
 
 
 def _evaluator(tmp_path=None, **changes) -> Evaluator:
-    return Evaluator(parse_study(toy_study(**changes), "toy"), tmp_path)
+    return Evaluator(parse_study(toy_study(**changes), "toy"), tmp_path, allow_imports=True)
 
 
 BASE = {"target.pes": 2, "target.lanes": 4, "target.network": "static"}
@@ -32,6 +32,12 @@ def test_feasible_trial_reports_pipeline_metrics_and_solver_stats(tmp_path):
     assert result.metrics["solver_seconds"] > 0
     trial_dir = tmp_path / "trials" / "000000"
     assert (trial_dir / "params.yaml").exists() and (trial_dir / "tasks" / "records.json").exists()
+
+
+def test_a_trial_log_has_each_workloads_progress_and_the_verdict(tmp_path):
+    _evaluator(tmp_path).evaluate(BASE, number=0)
+    lines = [line.split(" ", 1)[1] for line in (tmp_path / "trials" / "000000" / "log.txt").read_text().splitlines()]
+    assert lines[-1] == "feasible" and lines[:-1] and all(line.startswith("tasks: ") for line in lines[:-1])
 
 
 def test_infeasible_mapping_is_a_constrained_trial_not_an_exception(tmp_path):
@@ -97,9 +103,9 @@ def test_neighbour_solution_better_than_the_baseline_becomes_the_warm_start(tmp_
     second = PackProblem((3, 3, 2, 2, 2), (1,) * 5, 2, 16)  # another problem (capacity), same packings fit
     assert objective(second, lpt(second)) == 7
     cache.begin_trial(0, {})
-    cache.solve(None, "pack", first, Pack, config, lpt(first), checker=check, objective=objective)
+    cache.solve(None, PACK, first, config, lpt(first))
     cache.begin_trial(1, {})
-    solved = cache.solve(None, "pack", second, Pack, config, lpt(second), checker=check, objective=objective)
+    solved = cache.solve(None, PACK, second, config, lpt(second))
     assert solved.details["cache"] == "miss"
     assert solved.details["warm_start"] == {"source": "trial 0 (distance 0)", "objective": 6.0}
     assert cache.warm_from_neighbour == 1 and solved.result.objective == 6
@@ -113,9 +119,9 @@ def test_warm_start_ignores_neighbour_decisions_that_do_not_fit(tmp_path):
     big = PackProblem((3, 3, 2, 2), (1, 1, 1, 1), 4, 8)
     small = PackProblem((3, 3, 2, 2), (1, 1, 1, 1), 2, 8)
     cache.begin_trial(0, {})
-    cache.solve(None, "pack", big, Pack, config, None, checker=check, objective=objective)
+    cache.solve(None, PACK, big, config, None)
     cache.begin_trial(1, {})
-    solved = cache.solve(None, "pack", small, Pack, config, None, checker=check, objective=objective)
+    solved = cache.solve(None, PACK, small, config, None)
     assert solved.details["warm_start"]["source"] is None  # the 4-PE packing uses PEs 2, 3: rejected
     assert check(small, solved.decision).ok and solved.result.objective == 5
 

@@ -24,7 +24,7 @@ def _params(out) -> list[dict]:
 
 
 def test_study_writes_front_tables_and_figures(tmp_path, study_file):
-    sdir, results, report = explore(study_file, out=tmp_path / "run", progress=False)
+    sdir, results, report = explore(study_file, out=tmp_path / "run", progress=False, allow_imports=True)
     assert report.completed == 8 and results.counts["complete"] == 8
     for name in ("tables/trials.csv", "tables/trials.parquet", "tables/front.csv", "tables/front.parquet",
                  "tables/hypervolume.csv", "figures/front_cycles__area_mm2.png", "figures/front_cycles__area_mm2.html",
@@ -39,29 +39,29 @@ def test_study_writes_front_tables_and_figures(tmp_path, study_file):
 @pytest.mark.parametrize("sampler", ["random", "tpe", "nsga2"])
 def test_same_study_and_seed_give_the_same_trials(tmp_path, sampler):
     path = write_study(tmp_path / "s.yaml", sampler={"name": sampler}, budget={"n_trials": 6})
-    explore(path, out=tmp_path / "a", progress=False)
-    explore(path, out=tmp_path / "b", progress=False)
+    explore(path, out=tmp_path / "a", progress=False, allow_imports=True)
+    explore(path, out=tmp_path / "b", progress=False, allow_imports=True)
     assert _params(tmp_path / "a") == _params(tmp_path / "b")
 
 
 def test_resume_in_the_same_directory_extends_without_repeating(tmp_path, study_file):
-    explore(study_file, out=tmp_path / "run", n_trials=4, progress=False)
+    explore(study_file, out=tmp_path / "run", n_trials=4, progress=False, allow_imports=True)
     first = _params(tmp_path / "run")
-    _, results, report = explore(study_file, out=tmp_path / "run", n_trials=7, progress=False)
+    _, results, report = explore(study_file, out=tmp_path / "run", n_trials=7, progress=False, allow_imports=True)
     assert report.completed == 3 and results.counts["complete"] == 7
     assert _params(tmp_path / "run")[:4] == first
 
 
 def test_a_different_study_in_the_same_directory_is_refused(tmp_path, study_file):
-    explore(study_file, out=tmp_path / "run", n_trials=2, progress=False)
+    explore(study_file, out=tmp_path / "run", n_trials=2, progress=False, allow_imports=True)
     other = write_study(tmp_path / "other.yaml", seed=5)
     with pytest.raises(InputError, match="different study"):
-        explore(other, out=tmp_path / "run", progress=False)
+        explore(other, out=tmp_path / "run", progress=False, allow_imports=True)
 
 
 def test_grid_sweeps_every_configuration_once(tmp_path):
     path = write_study(tmp_path / "g.yaml", sampler={"name": "grid"}, budget={})
-    _, results, _ = explore(path, out=tmp_path / "run", progress=False)
+    _, results, _ = explore(path, out=tmp_path / "run", progress=False, allow_imports=True)
     params = _params(tmp_path / "run")
     assert results.counts["complete"] == 36
     assert len({json.dumps(p, sort_keys=True) for p in params}) == 36
@@ -70,7 +70,7 @@ def test_grid_sweeps_every_configuration_once(tmp_path):
 def test_infeasible_trials_carry_constraints_that_nsga2_sees(tmp_path):
     path = write_study(tmp_path / "c.yaml", sampler={"name": "nsga2", "options": {"population_size": 4}},
                        constraints=[{"metric": "area_mm2", "max": 0.6}], budget={"n_trials": 10})
-    sdir, results, _ = explore(path, out=tmp_path / "run", progress=False)
+    sdir, results, _ = explore(path, out=tmp_path / "run", progress=False, allow_imports=True)
     storage = open_storage(sdir.url, StorageSettings())
     study = optuna.load_study(study_name="toy", storage=storage)
     trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
@@ -84,7 +84,7 @@ def test_infeasible_trials_carry_constraints_that_nsga2_sees(tmp_path):
 
 
 def test_status_counts_trials_and_reports_the_front(tmp_path, study_file):
-    explore(study_file, out=tmp_path / "run", n_trials=5, progress=False)
+    explore(study_file, out=tmp_path / "run", n_trials=5, progress=False, allow_imports=True)
     payload = status_json(load_status(str(tmp_path / "run")))
     assert payload["counts"]["complete"] == 5 and payload["n_trials"] == 5
     assert payload["finished_by_worker"] == {"explore": 5}
@@ -115,7 +115,7 @@ def test_cli_explore_then_status_print_json_and_show_the_figures(tmp_path, study
     from tests.search.conftest import SOLVERMAP, subprocess_env
 
     out = tmp_path / "run"
-    run = subprocess.run([SOLVERMAP, "explore", str(study_file), "--out", str(out), "-n", "4", "--json"],
+    run = subprocess.run([SOLVERMAP, "explore", str(study_file), "--out", str(out), "-n", "4", "--json", "--allow-imports"],
                          capture_output=True, text=True, env=subprocess_env(), timeout=120)
     assert run.returncode == 0, run.stderr
     payload = json.loads(run.stdout)

@@ -84,3 +84,22 @@ def test_pareto_mask_keeps_exactly_the_non_dominated(raw):
     for i, p in enumerate(points):
         dominated = any(np.all(q <= p) and np.any(q < p) for q in points)
         assert mask[i] == (not dominated)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(*(st.integers(0, 4) for _ in range(4))), min_size=1, max_size=6))
+def test_hypervolume_4d_matches_lattice_count(raw):
+    points = np.array(raw, dtype=float)
+    ref = np.array([5.0, 5.0, 5.0, 5.0])
+    assert hypervolume(points, ref) == _grid_volume(points, ref, 5)
+
+
+def test_hypervolume_counts_only_points_inside_the_reference_box():
+    inside = np.array([[1.0, 1.0]])
+    outside = np.array([[0.0, 5.0], [4.0, 0.0], [np.inf, 0.0]])  # on or beyond the reference in one objective
+    assert hypervolume(np.vstack([inside, outside]), [4.0, 4.0]) == hypervolume(inside, [4.0, 4.0]) == 9.0
+
+
+def test_pareto_mask_keeps_duplicates_and_drops_a_point_dominated_through_infinity():
+    points = np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0], [np.inf, 2.0]])
+    assert pareto_mask(points).tolist() == [True, True, True, False]

@@ -78,7 +78,7 @@ def test_space_name_that_is_not_a_spec_field_is_an_error(tmp_path):
     space["target.pess"] = {"type": "int", "low": 1, "high": 2}
     study = load_study(write_study(tmp_path / "typo.yaml", space=space))
     with pytest.raises(InputError) as info:
-        Evaluator(study, None, source="typo.yaml")
+        Evaluator(study, None, source="typo.yaml", allow_imports=True)
     assert info.value.field == "space.target.pess"
 
 

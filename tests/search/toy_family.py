@@ -2,7 +2,8 @@
 
 Target ``toyarray``: ``pes`` PEs, each a SIMD pipeline of ``lanes`` lanes × ``stages`` stages, a clock, a
 network kind (``static`` | ``dynamic``, with ``vcs`` virtual channels when dynamic). Workload ``tasks``:
-``n`` tasks with deterministic op counts (scaled by ``par``) and widths. Decision ``pack`` is a real
+``n`` tasks with deterministic op counts (scaled by ``par``) and widths; ``hold_s`` makes each
+validation wait that long (a stand-in for a slow simulator, so batch tests can stop a worker mid-trial). Decision ``pack`` is a real
 MILP (makespan bin packing) solved by the configured backend, checked, with an LPT baseline:
 
     Sets     T tasks, P PEs          Params  d[t] = ceil(ops[t] / lanes) cycles, w[t] width, C = lanes·stages
@@ -17,6 +18,7 @@ latency_s, area_mm2, power_w, pbs_used.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -27,7 +29,7 @@ from solvermap.formulations.solver import ModelBuilder, linear_sum
 from solvermap.hardware.targets import TargetSpec, register_family
 from solvermap.ir.workloads import _REGISTRY, register
 from solvermap.mappers import register_pipeline
-from solvermap.mappers.pipeline import Pipeline, Step, run_decision
+from solvermap.mappers.pipeline import Baseline, Decision, DecisionOptions, ModuleSolve, Pipeline, decide, run_decision
 from solvermap.results import CheckReport
 
 
@@ -45,16 +47,18 @@ class ToyArraySpec(TargetSpec):
 class Tasks:
     ops: tuple[int, ...]
     widths: tuple[int, ...]
+    hold_s: float = 0.0
 
 
-def build_tasks(n: int = 6, par: int = 1, seed: int = 0) -> Tasks:
+def build_tasks(n: int = 6, par: int = 1, seed: int = 0, hold_s: float = 0.0) -> Tasks:
     ops = tuple(par * (8 + (13 * i + 7 * seed) % 29) for i in range(n))
     widths = tuple(1 + (5 * i + seed) % 7 for i in range(n))
-    return Tasks(ops, widths)
+    return Tasks(ops, widths, float(hold_s))
 
 
 if ("tasks", "toyarray") not in _REGISTRY:
-    register("tasks", "toyarray", "n tasks with deterministic ops and widths", params={"n": 6, "par": 1, "seed": 0})(build_tasks)
+    register("tasks", "toyarray", "n tasks with deterministic ops and widths",
+             params={"n": 6, "par": 1, "seed": 0, "hold_s": 0.0})(build_tasks)
 
 
 @dataclass(frozen=True)
@@ -142,12 +146,12 @@ def pack_step(ctx):
     spec, tasks = ctx.target, ctx.workload.ir
     problem = PackProblem(tuple(math.ceil(o / spec.lanes) for o in tasks.ops), tasks.widths, spec.pes,
                           spec.lanes * spec.stages)
-    _, record = run_decision(ctx, "pack", problem, formulation=Pack, checker=check, objective=objective,
-                             baselines={"lpt": lpt}, serialize=list)
+    _, record = run_decision(ctx, PACK, problem)
     return record
 
 
 def validate(ctx) -> dict:
+    time.sleep(ctx.workload.ir.hold_s)
     spec = ctx.target
     problem, assignment = ctx.state["pack.problem"], ctx.state["pack"]
     slowdown = 1.0 if spec.network == "static" else 1.0 + 0.5 / spec.vcs
@@ -157,8 +161,13 @@ def validate(ctx) -> dict:
             "power_w": area * spec.clock_ghz * 0.5, "pbs_used": len(set(assignment))}
 
 
-PIPELINE = Pipeline("toyarray", "pack tasks onto PEs (design-space tests)",
-                    (Step("pack", "assign tasks to PEs, minimise makespan", pack_step,
-                          formulation="tests.search.toy_family", model="milp", baselines=("lpt",)),),
+PACK = Decision(
+    name="pack", summary="assign tasks to PEs, minimise makespan", kind="milp", problem_type=PackProblem,
+    decision_type=tuple[int, ...], options=DecisionOptions, solve=ModuleSolve(Pack), objective=objective, checker=check,
+    modules=("tests.search.toy_family",), baselines=(Baseline("lpt", lpt),), diagnose=Pack.diagnose,
+    serialize=lambda problem, decision: list(decision),
+)
+
+PIPELINE = Pipeline("toyarray", "pack tasks onto PEs (design-space tests)", (decide(PACK, pack_step),),
                     validate=validate, default_workload="tasks")
 register_pipeline(PIPELINE)

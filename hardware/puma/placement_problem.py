@@ -4,6 +4,10 @@ Assign every crossbar block to an MVMU slot of a core of a tile at a node positi
 The objective is **hop-weighted bytes**: Σ over values of bytes × routers traversed, one message per
 distinct destination tile (seed L183 dedup), the input coming from the input tile and the output going to
 the output tile (positions reserved for I/O, digest §1a).
+
+It lives in ``hardware/puma`` beside the spec and program types it is made of, so the checkers
+(``hardware/checks/puma_*.py``) take it from their own layer and the mapper's hierarchical placement model,
+which solves it, imports it from below.
 """
 
 from __future__ import annotations
