@@ -35,6 +35,11 @@ class TargetSpec(BaseModel):
     description: str = ""
     assumptions: list[str] = []  # numbers not in the seed, with the reason each was chosen
 
+    def runs_here(self) -> tuple[bool | None, str]:
+        """Whether this machine executes the target's code natively (None: simulated, not applicable)
+        and, if not, why. Families that generate code for the host override it."""
+        return None, ""
+
 
 _FAMILIES: dict[str, type[TargetSpec]] = {}
 

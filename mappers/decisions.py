@@ -363,6 +363,8 @@ class TensorizeOptions(DecisionOptions):
     tuner: Literal["unit-default", "unit", "optuna"] = Field("optuna", description="schedule tuner of the validation")
     trials: int = Field(12, ge=0, description="Optuna samples")
     unit_pairs: int = Field(8, ge=1, description="UNIT (parallel, unroll) pairs profiled")
+    tiles: int = Field(8, ge=1, description="register tiles measured")
+    tune_untensorized: bool = Field(True, description="tune the untensorized peer for itself")
     measure: Literal["time", "model"] = Field("time", description="time compiled kernels or use the cost model")
     rounds: int | None = Field(None, ge=1, description="timing rounds; default: the target's")
     min_seconds: float | None = Field(None, gt=0, description="seconds per timing round at least; default: the target's")

@@ -68,11 +68,17 @@ def workloads() -> list[dict[str, Any]]:
 
 
 def targets() -> list[dict[str, Any]]:
-    """Target presets: ``name, family, description, path`` (``solvermap targets --json``)."""
-    from solvermap.hardware.targets import presets
+    """Target presets: ``name, family, description, path``, and ``runs_here`` (None for targets that generate
+    no code; else whether this machine's CPU flags and compiler run it) with ``why_not`` (``solvermap targets
+    --json``)."""
+    from solvermap.hardware.targets import load_target, presets
 
-    return [{"name": p.name, "family": p.family, "description": p.description, "path": str(p.path)}
-            for p in presets()]
+    out = []
+    for p in presets():
+        ok, why = load_target(p.path).runs_here()
+        out.append({"name": p.name, "family": p.family, "description": p.description, "path": str(p.path),
+                    "runs_here": ok, "why_not": why or None})
+    return out
 
 
 def decisions() -> list[dict[str, Any]]:

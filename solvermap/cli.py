@@ -309,11 +309,13 @@ def workloads_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose
 
 @app.command("targets", short_help="list the target presets")
 def targets_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
-    """List target presets (pass a name, or a YAML file path, to --target)."""
+    """List target presets (pass a name, or a YAML file path, to --target) and whether this machine runs
+    each natively (code-generating targets: the CPU flags and compiler they need)."""
     from solvermap import api
 
-    print_listing(api.targets(), as_json, "targets", ["name", "family", "description"],
-                  lambda p: (p["name"], p["family"], p["description"]))
+    print_listing(api.targets(), as_json, "targets", ["name", "family", "runs here", "description"],
+                  lambda p: (p["name"], p["family"], "-" if p["runs_here"] is None else
+                             ("yes" if p["runs_here"] else f"no: {p['why_not']}"), p["description"]))
 
 
 @app.command("decisions", short_help="list the decisions: models, options, baselines, checkers")
