@@ -115,7 +115,10 @@ def stdout_for_json_only(as_json: bool) -> Iterator[None]:
     saved = os.dup(1)
     try:
         os.dup2(2, 1)
-        with redirect_stdout(sys.stderr):
+        # a stream of its own on descriptor 1 (now stderr), not sys.stderr itself: Pyomo's output capture
+        # redirects the descriptors of sys.stdout and sys.stderr and deadlocks when both are descriptor 2
+        with open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False) as stream, \
+                redirect_stdout(stream):
             yield
     finally:
         sys.stdout.flush()
