@@ -264,10 +264,29 @@ def solve_command(
 
 
 @app.command("workloads")
-def workloads_command(as_json: JsonOpt = False) -> None:
-    """List built-in workloads (name, target family, parameters, description)."""
+def workloads_command(
+    as_json: JsonOpt = False,
+    export: Annotated[str | None, typer.Option("--export", help="write built-in loop-nest workload NAME as a program "
+                                               "file to stdout (an example of the format; --workload takes it back)")] = None,
+    family: Annotated[str | None, typer.Option("--family", help="with --export: the family of NAME")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="with --export: yaml or json")] = "yaml",
+    set_: SetOpt = None,
+) -> None:
+    """List built-in workloads (name, target family, parameters, description), or --export one as a program file."""
     from solvermap.ir.workloads import all_workloads
 
+    if export is not None:
+        from solvermap.config import parse_set
+        from solvermap.errors import InputError
+        from solvermap.ir.program_file import export_workload
+
+        params = {}
+        for key, value in parse_set(set_ or []):
+            if not key.startswith("workload.") or key == "workload.name":
+                raise InputError("--set", key, "with --export only workload.<param>=value applies")
+            params[key.removeprefix("workload.")] = value
+        sys.stdout.write(export_workload(export, family, params, fmt))
+        return
     items = all_workloads()
     if as_json:
         sys.stdout.write(json.dumps([{"name": w.name, "family": w.family, "params": dict(w.params),
