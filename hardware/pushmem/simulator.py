@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from solvermap.hardware.pushmem.config import TAG_SHIFT, Configuration, Memory
+from solvermap.hardware.pushmem.config import TAG_SHIFT, VERSION_BITS, Configuration, Memory
 from solvermap.ir.loopnest import NUMPY_DTYPES, Cast, Const, Load, evaluate
 
 HAZARDS = ("read-before-write", "operand-mismatch", "capture-mismatch", "stale-read", "pe-conflict",
@@ -344,26 +344,32 @@ class _GlobalBuffer:
             self.freed[k] = wall + 1
 
 
-def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> SimulationResult:
+def simulate(config: Configuration, inputs: dict[str, np.ndarray],
+             reference: dict[str, np.ndarray] | None = None) -> SimulationResult:
+    """Run ``config`` on ``inputs``; outputs are compared with ``reference`` (default: the golden model of the
+    configured program; a mapper that rewrote the program passes the outputs of the program as written)."""
     program, lim = config.program, config.limits
     hazard = _Hazards()
     _load_checks(config, hazard)
-    golden = evaluate(program, inputs)
+    golden = reference if reference is not None else evaluate(program, inputs)
     tid = config.tensor_ids()
     names = sorted(program.tensors)
     input_ids = {tid[t.name] for t in program.inputs}
 
-    def tags(tensor: str, elements: np.ndarray) -> np.ndarray:
-        return (tid[tensor] << TAG_SHIFT) + np.asarray(elements, dtype=np.int64)
+    tensor_shift = TAG_SHIFT + VERSION_BITS
+
+    def tags(tensor: str, elements: np.ndarray, version: int = 0) -> np.ndarray:
+        return ((tid[tensor] << tensor_shift) + (int(version) << TAG_SHIFT)) + np.asarray(elements, dtype=np.int64)
 
     def name_of(tag: int) -> str:
-        return f"{names[tag >> TAG_SHIFT]}[{tag & ((1 << TAG_SHIFT) - 1)}]"
+        version = (tag >> TAG_SHIFT) & ((1 << VERSION_BITS) - 1)
+        return f"{names[tag >> tensor_shift]}[{tag & ((1 << TAG_SHIFT) - 1)}]" + (f" (write {version + 1})" if version else "")
 
     produced: dict[int, int] = {}  # tag → array cycle its kernel drove it onto a wire
 
     def missing(tag: int, cycle: int) -> bool:
         """True when the element has not been produced yet (inputs are always there)."""
-        if tag >> TAG_SHIFT in input_ids:
+        if tag >> tensor_shift in input_ids:
             return False
         t = produced.get(tag)
         return t is None or t > cycle
@@ -373,9 +379,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     k_fn = [compile_expr(k.expr, k.dtype) for k in kernels]
     k_wrap = [_wrap_fn(k.dtype) for k in kernels]
     k_wires = [[op.wire for op in k.operands] for k in kernels]
-    k_want = [np.stack([tags(op.tensor, op.elements) for op in k.operands], axis=1) if k.operands
+    k_want = [np.stack([tags(op.tensor, op.elements, op.version) for op in k.operands], axis=1) if k.operands
               else np.zeros((len(k.issue), 0), dtype=np.int64) for k in kernels]
-    k_out = [tags(k.output, k.out_elements) for k in kernels]
+    k_out = [tags(k.output, k.out_elements, k.version) for k in kernels]
+    k_store = [_wrap_fn(program.tensor(k.output).dtype) for k in kernels]  # the written tensor's dtype
+    k_carry = [(k.carry.wire, tags(k.carry.tensor, k.carry.elements, k.carry.version)) if k.carry is not None else None
+               for k in kernels]
     k_acc: list[int] = [0] * len(kernels)
     k_prev: list[int | None] = [None] * len(kernels)
     issue = _Timeline([(k.issue, i) for i, k in enumerate(kernels)])
@@ -387,7 +396,7 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     gin_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gin)])
     outputs = {t.name: np.zeros(t.shape, dtype=NUMPY_DTYPES[t.dtype]) for t in program.outputs}
     gout = config.outputs
-    gout_tags = [tags(g.tensor, g.program.elements) for g in gout]
+    gout_tags = [tags(g.tensor, g.program.elements, g.version) for g in gout]
     gout_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gout)])
     captured = {g.tensor: np.zeros(program.tensor(g.tensor).size, dtype=bool) for g in gout}
 
@@ -410,12 +419,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
         last = np.full(top + 1, -1, dtype=np.int64)
         for ws in mem.writes:
             s_tile, s_row, s_ok = ag.of(ws.sram_words)
-            writes.append((m, ws, ag.of(ws.words)[0], tags(mem.tensor, ws.lanes.elements), s_tile, s_row, s_ok))
+            writes.append((m, ws, ag.of(ws.words)[0], tags(mem.tensor, ws.lanes.elements, mem.version), s_tile, s_row, s_ok))
             lanes_per_word.append(np.bincount(ws.words, minlength=top + 1))
             sram_programs.append((ws.sram_times, len(writes) - 1))
         for rs in mem.reads:
             s_tile, s_row, s_ok = ag.of(rs.sram_words)
-            reads.append((m, rs, ag.of(rs.words)[0], tags(mem.tensor, rs.lanes.elements), s_tile, s_row, s_ok))
+            reads.append((m, rs, ag.of(rs.words)[0], tags(mem.tensor, rs.lanes.elements, mem.version), s_tile, s_row, s_ok))
             sram_programs.append((rs.sram_times, -len(reads)))
             np.maximum.at(last, rs.sram_words, rs.sram_times)
         last_fetch.append(last)
@@ -579,11 +588,23 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
             result = k_fn[k](values)
             counts["pe_ops"] += 1
             if kern.last is not None:
-                k_acc[k] = result if kern.first[i] else k_wrap[k](k_acc[k] + result)
+                if kern.first[i]:
+                    start = 0
+                    if k_carry[k] is not None:  # the accumulator starts from the element's previous value
+                        wire, want = k_carry[k][0], int(k_carry[k][1][i])
+                        got = wires.get(wire)
+                        if got is None or got[0] != want:
+                            hazard("read-before-write" if missing(want, t) else "operand-mismatch", t, kern.name,
+                                   f"carry wants {name_of(want)} on {wire}, it carries {name_of(got[0]) if got else 'nothing'}")
+                        else:
+                            start = k_wrap[k](got[1])
+                    k_acc[k] = k_wrap[k](start + result)
+                else:
+                    k_acc[k] = k_wrap[k](k_acc[k] + result)
                 if not kern.last[i]:
                     continue
                 result = k_acc[k]
-            pipe.setdefault(t + kern.latency, []).append((kern.wire, int(k_out[k][i]), result))
+            pipe.setdefault(t + kern.latency, []).append((kern.wire, int(k_out[k][i]), k_store[k](result)))
         # 9. word accesses per tile
         for tile, n in word_access.items():
             counts["word_accesses"] += n
