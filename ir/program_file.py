@@ -293,8 +293,20 @@ def _expr_depth(expr: Expr, limit: int) -> int:
     return deepest
 
 
+_BITWISE = {"shr": ">>", "shl": "<<", "and": "&", "or": "|"}
+
+
+def _operand_dtype(node: Expr, context: str) -> str:
+    """The dtype an operand reaches its operator in (the golden executor casts loads and most results to the
+    context; a cast keeps its own dtype, and so do neg and abs of it)."""
+    while isinstance(node, Call) and node.op in ("neg", "abs") and len(node.args) == 1:
+        node = node.args[0]
+    return node.dtype if isinstance(node, Cast) else context
+
+
 def _check_constants(expr: Expr, dtype: str, where: str, source: str) -> None:
-    """Every literal is finite and fits the dtype it is computed in (the statement's, or a cast's)."""
+    """Every literal is finite and fits the dtype it is computed in (the statement's, or a cast's); shifts and
+    bitwise operators are computed in an integer dtype."""
     stack = [(expr, dtype)]
     while stack:
         node, context = stack.pop()
@@ -313,6 +325,11 @@ def _check_constants(expr: Expr, dtype: str, where: str, source: str) -> None:
             if node.op == "neg" and len(node.args) == 1 and isinstance(node.args[0], Const):
                 stack.append((Const(-node.args[0].value), context))  # a negative literal: check -c, not c
                 continue
+            if node.op in _BITWISE:
+                for arg in node.args:
+                    kind = np.dtype(NUMPY_DTYPES[_operand_dtype(arg, context)])
+                    if not (np.issubdtype(kind, np.integer) or (node.op in ("and", "or") and kind == bool)):
+                        raise InputError(source, where, f"{_BITWISE[node.op]} needs integer operands, got {kind}")
             stack.extend((a, context) for a in node.args)
         elif isinstance(node, Cast):
             stack.append((node.arg, node.dtype))

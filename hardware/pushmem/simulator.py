@@ -122,32 +122,49 @@ def _wrap_fn(dtype: str):
 
 _OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "shr": lambda a, b: a >> b, "shl": lambda a, b: a << b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b,
 }
 
 
 def compile_expr(expr, dtype: str):
     """A function of the operand values (in ``loads`` order) that reproduces ``loopnest.evaluate``."""
 
-    def build(e, wrap):
+    def build(e, context: str):
+        wrap = _wrap_fn(context)
+        np_dtype = np.dtype(NUMPY_DTYPES[context])
+        integer, bits = bool(np.issubdtype(np_dtype, np.integer)), np_dtype.itemsize * 8
         if isinstance(e, Const):
             c = wrap(e.value)
             return lambda ops: c
         if isinstance(e, Load):
             return lambda ops: wrap(next(ops))
         if isinstance(e, Cast):
-            inner, w2 = build(e.arg, _wrap_fn(e.dtype)), _wrap_fn(e.dtype)
+            inner, w2 = build(e.arg, e.dtype), _wrap_fn(e.dtype)
             return lambda ops: w2(inner(ops))
-        args = [build(a, wrap) for a in e.args]
+        args = [build(a, context) for a in e.args]
         op = e.op
         if op in _OPS:
             f, a0, a1 = _OPS[op], args[0], args[1]
             return lambda ops: wrap(f(a0(ops), a1(ops)))
+        if op == "div" and not integer:
+            def true_div(ops):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return wrap(np.divide(np.float64(args[0](ops)), np.float64(args[1](ops))))
+            return true_div
         if op == "div":
             def div(ops):
                 a, b = args[0](ops), args[1](ops)
                 return wrap(a // b) if b != 0 else 0
             return div
+        if op in ("shr", "shl"):  # NumPy's shifts: a count outside [0, bits) shifts every bit out
+            a0, a1, right = args[0], args[1], op == "shr"
+
+            def shift(ops):
+                a, b = a0(ops), a1(ops)
+                if 0 <= b < bits:
+                    return wrap(a >> b if right else a << b)
+                return -1 if right and a < 0 else 0
+            return shift
         if op == "max":
             return lambda ops: max(args[0](ops), args[1](ops))
         if op == "min":
@@ -168,7 +185,7 @@ def compile_expr(expr, dtype: str):
             return clamp
         raise ValueError(f"unknown operator {op!r}")
 
-    fn = build(expr, _wrap_fn(dtype))
+    fn = build(expr, dtype)
     return lambda values: fn(iter(values))
 
 

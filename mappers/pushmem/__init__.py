@@ -30,7 +30,7 @@ import numpy as np
 
 from pydantic import Field
 
-from solvermap.errors import InputError
+from solvermap.errors import InfeasibleError, InputError
 from solvermap.formulations.problems import banking as banking_problems
 from solvermap.formulations.problems import shift_registers as sr_problems
 from solvermap.formulations.problems import wide_fetch as fetch_problems
@@ -147,7 +147,15 @@ def _wide_fetch(ctx: Context):
     def validate(p, d):
         return {"streams": len(p.streams), "agg_tb_words": fetch_problems.objective(p, d)}
 
-    decision, record = run_decision(ctx, WIDE_FETCH, problem, validate=validate)
+    try:
+        decision, record = run_decision(ctx, WIDE_FETCH, problem, validate=validate)
+    except InfeasibleError as exc:
+        kept = [s.name for s in _program(ctx).statements if any(loop.kind == "reduction" for loop in s.loops)]
+        if not kept or _program(ctx).attrs.get("coarse_loops"):
+            raise
+        raise InfeasibleError(f"{exc} (the reduction loops of {', '.join(kept)} stay in their PEs, and window reads that "
+                              "cross wide words at irregular cycles leave no constant AGG/TB shift free; unrolled "
+                              "(--set decisions.unroll.max_taps=N) they become constant-distance taps)") from None
     return record
 
 
@@ -220,7 +228,7 @@ PIPELINE = Pipeline(
         decide(SHIFT_REGISTERS, _shift_registers, needs=("buffers", "mem_latency"), provides=("memories", "tap_distances")),
         decide(BANK, _bank, needs=("memories",), provides=("moduli", "physical", "storage_check")),
         decide(MEMTILE, _memtile, needs=("physical",), provides=("tile_of_fragment", "row_base")),
-        decide(WIDE_FETCH, _wide_fetch, needs=("physical", "tile_of_fragment")),
+        decide(WIDE_FETCH, _wide_fetch, needs=("program", "physical", "tile_of_fragment")),
     ),
     validate=validate,
     default_workload="harris",

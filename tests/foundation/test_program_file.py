@@ -155,9 +155,10 @@ def test_a_generator_on_a_non_input_buffer_is_refused():
     ("{var: y, hi: 5}, {var: x, hi: 5}]\n  write: output", "{var: y, hi: 5}, {var: y, hi: 5}]\n  write: output", "statements[2].loops"),
     ("solvermap-program: 1", "solvermap-program: 2", "solvermap-program"),
     ("dtype: int16, role: input", "dtype: int17, role: input", "buffers.input.dtype"),
+    ("expr: sum[y, x] >> 5", "expr: float32(sum[y, x]) >> 5", "statements[2].expr"),
     ("name: blur5", "name: blur5\nextra: 1", "extra"),
 ], ids=["out-of-bounds", "non-affine", "code-in-expression", "constant-outside-dtype", "unknown-buffer", "bad-loop-kind",
-        "repeated-loop-variable", "unknown-version", "unknown-dtype", "unknown-field"])
+        "repeated-loop-variable", "unknown-version", "unknown-dtype", "shift-of-a-float", "unknown-field"])
 def test_a_bad_program_file_is_one_error_naming_the_field(old, new, field):
     assert old in BLUR
     with pytest.raises(InputError) as err:

@@ -42,15 +42,15 @@ def test_cli_solve_schedule_json(tmp_path):
 
 
 def test_an_exported_built_in_maps_to_the_same_cycles_and_sram_words(tmp_path):
-    def run(*args):
-        out = subprocess.run([sys.executable, "-m", "solvermap.cli", *args], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        return out.stdout
+    from solvermap.ir.program_file import export_workload
 
-    (tmp_path / "g.yaml").write_text(run("workloads", "--export", "gaussian", "--set", "workload.size=16"))
-    from_file = json.loads(run("map", "--workload", str(tmp_path / "g.yaml"), "--target", "pushmem-cgra", "--json", "-q",
-                               "--out", str(tmp_path / "file")))["validation"]
-    built_in = json.loads(run("map", "--workload", "gaussian", "--set", "workload.size=16", "--target", "pushmem-cgra",
-                              "--json", "-q", "--out", str(tmp_path / "builtin")))["validation"]
+    (tmp_path / "g.yaml").write_text(export_workload("gaussian", params={"size": 16}))
+    out = subprocess.run([sys.executable, "-m", "solvermap.cli", "map", "--workload", str(tmp_path / "g.yaml"), "--target",
+                          "pushmem-cgra", "--json", "-q", "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    from_file = json.loads(out.stdout)["validation"]
+    _, result = mapped("gaussian", {"size": 16})
+    built_in = result.validation
     assert (from_file["cycles"], from_file["sram_words"]) == (built_in["cycles"], built_in["sram_words"])
     assert from_file["bit_exact"] and built_in["bit_exact"]
