@@ -409,7 +409,8 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray],
     # ---- global-buffer streams
     gin = config.inputs
     gin_tags = [tags(g.tensor, g.program.elements) for g in gin]
-    gin_vals = [np.asarray(inputs[g.tensor]).ravel()[g.program.elements].astype(np.int64) for g in gin]
+    gin_vals = [np.asarray(inputs[g.tensor]).astype(NUMPY_DTYPES[program.tensor(g.tensor).dtype]).ravel()[g.program.elements]
+                for g in gin]  # in the input's dtype; .item() gives the Python int or float a wire carries
     gin_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gin)])
     outputs = {t.name: np.zeros(t.shape, dtype=NUMPY_DTYPES[t.dtype]) for t in program.outputs}
     gout = config.outputs
@@ -492,7 +493,7 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray],
             captured[gout[g].tensor][element] = True
         # 3. global-buffer input streams drive their wires
         for g, i in gin_ev.at(t):
-            wires[gin[g].name] = (int(gin_tags[g][i]), int(gin_vals[g][i]))
+            wires[gin[g].name] = (int(gin_tags[g][i]), gin_vals[g][i].item())
         glb.read(t, wall)
         # 4. SRAM port: AGG → SRAM writes, SRAM → TB fetches; one access per tile per cycle
         per_tile: dict[int, int] = {}

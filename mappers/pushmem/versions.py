@@ -17,7 +17,8 @@ What a program must satisfy (each refusal names the statement and tensor):
   once per point of them, its reduction loops innermost (the PE accumulates in place); the elements it
   accumulates onto were all written by one earlier statement (its carry) or by none (the sum starts
   from zero, the golden model's initial value);
-* no statement reads the tensor it writes (an update is written ``+=``) and no statement writes an input.
+* no statement reads the tensor it writes (an update is written ``+=``) and no statement writes an input;
+* every statement has a loop (the array streams loop nests).
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def analyse(program: Program) -> Versions:
     source = program.source or program.name
     producers: dict[str, list[Statement]] = {}
     for s in program.statements:
+        if not s.loops:
+            raise InputError(source, f"statement '{s.name}'", "has no loop; the push-memory array streams loop nests "
+                                                               "(give it a loop of extent 1)")
         producers.setdefault(s.write.tensor, []).append(s)
     of_write: dict[str, Version] = {}
     for tensor, stmts in producers.items():
