@@ -21,7 +21,8 @@ import numpy as np
 
 from solvermap.formulations.problems.scheduling import Schedule
 from solvermap.ir.loopnest import Program
-from solvermap.mappers.pushmem.dependences import grid, indices, version_reads
+from solvermap.mappers.pushmem.dependences import version_reads
+from solvermap.mappers.pushmem.domains import grid, indices
 from solvermap.mappers.pushmem.versions import analyse, first_step
 
 

@@ -29,8 +29,9 @@ import numpy as np
 from solvermap.formulations.problems.shift_registers import ROOT
 from solvermap.hardware.pushmem.config import (Configuration, Firings, GlobalInput, GlobalOutput, Kernel, Limits, Memory,
                                                Operand, ReadStream, Tap, WriteStream)
-from solvermap.ir.loopnest import Access, Program
-from solvermap.mappers.pushmem.dependences import grid, indices, tile_loop, tiled
+from solvermap.ir.loopnest import Program
+from solvermap.mappers.pushmem.dependences import tile_loop, tiled
+from solvermap.mappers.pushmem.domains import flat, grid
 from solvermap.mappers.pushmem.versions import analyse, first_step, last_step
 
 
@@ -77,10 +78,6 @@ def _tile_dims(program: Program) -> dict[str, int | None]:
     return out
 
 
-def _flat(program: Program, access: Access, points: list[np.ndarray]) -> np.ndarray:
-    return np.ravel_multi_index(indices(access, points), program.tensor(access.tensor).shape)
-
-
 def _kernels(m: Mapping) -> tuple[list[Kernel], list[GlobalInput], list[GlobalOutput], list[Tap]]:
     program = m.program
     tile_dims = _tile_dims(program)
@@ -95,7 +92,7 @@ def _kernels(m: Mapping) -> tuple[list[Kernel], list[GlobalInput], list[GlobalOu
         pts = [p[order] for p in pts]
         operands = []
         for k, acc in enumerate(stmt.reads):
-            elements = _flat(program, acc, pts)
+            elements = flat(program, acc, pts)
             if program.tensor(acc.tensor).role == "input":
                 wire = f"{acc.tensor}@{stmt.name}.{k}"
                 inputs.append(GlobalInput(wire, acc.tensor, Firings(times, elements), tile_dims.get(acc.tensor)))
@@ -103,7 +100,7 @@ def _kernels(m: Mapping) -> tuple[list[Kernel], list[GlobalInput], list[GlobalOu
             else:
                 operands.append(Operand(acc.tensor, f"{acc.tensor}.{stmt.name}.{k}", elements,
                                         versions.reads[(stmt.name, k)].index))
-        out = _flat(program, stmt.write, pts)
+        out = flat(program, stmt.write, pts)
         first = last = carry = None
         if stmt.accumulate:
             first, last = first_step(stmt, pts), last_step(stmt, pts)

@@ -38,7 +38,8 @@ import numpy as np
 
 from solvermap.errors import InfeasibleError, InputError
 from solvermap.formulations.problems.scheduling import BufferTerm, Precedence, ScheduleProblem, StageEnd
-from solvermap.ir.loopnest import Access, Call, Cast, Const, Load, Program, Statement
+from solvermap.ir.loopnest import Call, Cast, Const, Load, Program, Statement
+from solvermap.mappers.pushmem.domains import grid, indices
 from solvermap.mappers.pushmem.versions import Versions, analyse, first_step, reduction_loops
 
 ASSOCIATIVE = ("add", "mul", "max", "min", "and", "or")
@@ -77,23 +78,6 @@ def pipeline_class(program: Program) -> str:
 
 
 # ------------------------------------------------------------------ grids and maps
-
-
-def grid(stmt: Statement) -> list[np.ndarray]:
-    axes = [np.arange(loop.lo, loop.hi, dtype=np.int64) for loop in stmt.loops]
-    return [g.ravel() for g in np.meshgrid(*axes, indexing="ij")] if axes else []
-
-
-def indices(access: Access, points: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-    n = len(points[0]) if points else 1
-    out = []
-    for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
-        v = np.full(n, off, dtype=np.int64)
-        for c, g in zip(row, points):
-            if c:
-                v = v + c * g
-        out.append(np.floor_divide(v, div))
-    return tuple(out)
 
 
 def _single(row: tuple[int, ...]) -> tuple[int, int] | None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from solvermap.errors import InputError
 from solvermap.ir.loopnest import Access, Program, Statement
+from solvermap.mappers.pushmem.domains import flat, grid
 
 MAX_VERSIONS = 255  # the version field of a value tag (hardware/pushmem/config.py)
 
@@ -80,23 +81,6 @@ def carry_access(stmt: Statement) -> Access:
     return stmt.write
 
 
-def _grid(stmt: Statement) -> list[np.ndarray]:
-    axes = [np.arange(loop.lo, loop.hi, dtype=np.int64) for loop in stmt.loops]
-    return [g.ravel() for g in np.meshgrid(*axes, indexing="ij")] if axes else []
-
-
-def _flat(program: Program, access: Access, points: list[np.ndarray]) -> np.ndarray:
-    n = len(points[0]) if points else 1
-    idx = []
-    for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
-        v = np.full(n, off, dtype=np.int64)
-        for c, g in zip(row, points):
-            if c:
-                v = v + c * g
-        idx.append(np.floor_divide(v, div))
-    return np.ravel_multi_index(tuple(idx), program.tensor(access.tensor).shape)
-
-
 def _check_accumulation(program: Program, stmt: Statement, written: np.ndarray, source: str) -> None:
     red = reduction_loops(stmt)
     if red and red != list(range(len(stmt.loops) - len(red), len(stmt.loops))):
@@ -135,14 +119,14 @@ def analyse(program: Program) -> Versions:
     carry: dict[str, Version] = {}
     last_point: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for s in program.statements:
-        points = _grid(s)
+        points = grid(s)
         for k, acc in enumerate(s.reads):
             if program.tensor(acc.tensor).role == "input":
                 continue
             if acc.tensor == s.write.tensor:
                 raise InputError(source, f"statement '{s.name}'",
                                  f"reads '{acc.tensor}', the tensor it writes; write an update as op += (accumulate)")
-            seen = writer.get(acc.tensor, np.full(program.tensor(acc.tensor).size, -1))[_flat(program, acc, points)]
+            seen = writer.get(acc.tensor, np.full(program.tensor(acc.tensor).size, -1))[flat(program, acc, points)]
             if (seen < 0).any():
                 raise InputError(source, f"statement '{s.name}'",
                                  f"reads elements of '{acc.tensor}' that no earlier statement writes ({acc.text()})")
@@ -152,7 +136,7 @@ def analyse(program: Program) -> Versions:
                                  f"reads {acc.text()}, whose elements were last written by '{a}' and '{b}'; a read must "
                                  "see one producer's writes (split it)")
             reads[(s.name, k)] = of_write[program.statements[int(seen[0])].name]
-        written = _flat(program, s.write, points)
+        written = flat(program, s.write, points)
         if s.accumulate:
             _check_accumulation(program, s, written, source)
             before = writer[s.write.tensor][written]
