@@ -303,3 +303,24 @@ def test_a_bad_program_file_on_the_command_line_exits_2_with_one_line(tmp_path, 
     out = _cli("map", "--workload", str(path), "--target", "pushmem-cgra", "-q", "--out", str(tmp_path / "run"))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "prog.yaml" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_an_exported_cpu_program_tensorizes_like_the_built_in(tmp_path):
+    from solvermap.formulations.solver import SolverConfig
+    from solvermap.hardware.targets import load_target
+    from solvermap.mappers import pipeline_for
+    from solvermap.mappers.pipeline import Context
+
+    params = {"C": 8, "K": 32, "IHW": 6}
+    path = tmp_path / "conv.yaml"
+    path.write_text(pf.export_workload("conv2d", params=params))
+    options = {"tensorize": {"trials": 2, "unit_pairs": 2, "rounds": 2, "min_seconds": 0.002, "min_reps": 1,
+                             "measure": "model", "execute": "emulate"}}
+
+    def run(name, params):
+        ctx = Context(workload=build(name, "cpu", params), target=load_target("x86-vnni"),
+                      solver=SolverConfig(time_limit_s=10), options=options)
+        record = pipeline_for("cpu").run(ctx, upto="tensorize").records[-1]
+        return record.solution["loop_map"], record.validation["instructions"], record.validation["bit_exact"]
+
+    assert run(str(path), None) == run("conv2d", params)
