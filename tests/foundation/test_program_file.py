@@ -118,10 +118,13 @@ def test_an_unseeded_generator_follows_the_run_seed():
     assert not np.array_equal(random_inputs(program, 0)["a"], random_inputs(program, 1)["a"])
 
 
-def test_values_ramp_and_constant_generators_make_the_data_they_name():
-    assert random_inputs(_with_data("{generator: values, values: [[1, 2, 3], [4, 5, 6]]}"), 0)["a"].tolist() == [[1, 2, 3], [4, 5, 6]]
-    assert random_inputs(_with_data("{generator: ramp, start: 10, step: -2}"), 0)["a"].ravel().tolist() == [10, 8, 6, 4, 2, 0]
-    assert (random_inputs(_with_data("{generator: constant, value: 7}"), 0)["a"] == 7).all()
+@pytest.mark.parametrize("data,values", [
+    ("{generator: values, values: [[1, 2, 3], [4, 5, 6]]}", [1, 2, 3, 4, 5, 6]),
+    ("{generator: ramp, start: 10, step: -2}", [10, 8, 6, 4, 2, 0]),
+    ("{generator: constant, value: 7}", [7] * 6),
+], ids=["values", "ramp", "constant"])
+def test_a_deterministic_generator_makes_the_data_it_names(data, values):
+    assert random_inputs(_with_data(data), 0)["a"].ravel().tolist() == values
 
 
 @pytest.mark.parametrize("data,field", [
@@ -287,12 +290,16 @@ def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "solvermap.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def test_workloads_export_writes_a_program_file_of_the_built_in(tmp_path):
-    out = _cli("workloads", "--export", "upsample", "--set", "workload.size=4")
+def test_workloads_export_writes_a_program_file_of_the_built_in():
+    out = _cli("workloads", "--export", "upsample", "--set", "workload.size=4", "--format", "json")
     assert out.returncode == 0, out.stderr
-    assert _same(pf.loads(out.stdout, "upsample.yaml"), build("upsample", "pushmem", {"size": 4}).ir)
-    as_json = _cli("workloads", "--export", "conv2d", "--format", "json")
-    assert json.loads(as_json.stdout)["solvermap-program"] == 1
+    assert json.loads(out.stdout)["solvermap-program"] == 1
+    assert _same(pf.loads(out.stdout, "upsample.json", "json"), build("upsample", "pushmem", {"size": 4}).ir)
+
+
+def test_exporting_a_dataflow_graph_is_one_line():
+    out = _cli("workloads", "--export", "dotproduct")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a loop-nest program" in out.stderr
 
 
 @pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00garbage", b"solvermap-program: 1\nname: [", b"- 1\n- 2\n"],
