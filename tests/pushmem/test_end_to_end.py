@@ -42,13 +42,15 @@ def test_cli_solve_schedule_json(tmp_path):
 
 
 def test_an_exported_built_in_maps_to_the_same_cycles_and_sram_words(tmp_path):
+    from typer.testing import CliRunner
+
+    from solvermap.cli import app
     from solvermap.ir.program_file import export_workload
 
     (tmp_path / "g.yaml").write_text(export_workload("gaussian", params={"size": 16}))
-    out = subprocess.run([sys.executable, "-m", "solvermap.cli", "map", "--workload", str(tmp_path / "g.yaml"), "--target",
-                          "pushmem-cgra", "--json", "-q", "--out", str(tmp_path / "run")], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = CliRunner().invoke(app, ["map", "--workload", str(tmp_path / "g.yaml"), "--target", "pushmem-cgra", "--json", "-q",
+                                   "--out", str(tmp_path / "run")])
+    assert out.exit_code == 0, out.output
     from_file = json.loads(out.stdout)["validation"]
     _, result = mapped("gaussian", {"size": 16})
     built_in = result.validation
