@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvermap.errors import InputError
-from solvermap.ir.loopnest import Access, Program, Statement
+from solvermap.ir.loopnest import Program, Statement
 from solvermap.mappers.pushmem.domains import flat, grid
 
 MAX_VERSIONS = 255  # the version field of a value tag (hardware/pushmem/config.py)
@@ -74,11 +74,6 @@ def last_step(stmt: Statement, points: list[np.ndarray]) -> np.ndarray:
     if not red:
         return np.ones(n, dtype=bool)
     return np.all([points[j] == stmt.loops[j].hi - 1 for j in red], axis=0)
-
-
-def carry_access(stmt: Statement) -> Access:
-    """The accumulator's read of the previous value: the statement's own write map."""
-    return stmt.write
 
 
 def _check_accumulation(program: Program, stmt: Statement, written: np.ndarray, source: str) -> None:
