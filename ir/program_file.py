@@ -438,7 +438,8 @@ def loads_bytes(raw: bytes, source: str = "", fmt: str = "yaml", *, max_bytes: i
 
 
 def is_program_file(path: str | Path) -> bool:
-    """True for a ``.yaml``/``.yml`` path, and for a ``.json`` file whose top level names the program schema."""
+    """True for a ``.yaml``/``.yml`` path, and for a ``.json`` file whose top level names the program schema
+    (or that is not text at all: this loader says so in one line)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
@@ -447,7 +448,9 @@ def is_program_file(path: str | Path) -> bool:
         return False
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except UnicodeDecodeError:
+        return True
+    except (ValueError, RecursionError):
         return False
     return isinstance(data, dict) and SCHEMA_KEY in data
 

@@ -302,13 +302,15 @@ def test_exporting_a_dataflow_graph_is_one_line():
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a loop-nest program" in out.stderr
 
 
-@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00garbage", b"solvermap-program: 1\nname: [", b"- 1\n- 2\n"],
-                         ids=["empty", "binary", "broken-yaml", "a-list"])
-def test_a_bad_program_file_on_the_command_line_exits_2_with_one_line(tmp_path, content):
-    path = tmp_path / "prog.yaml"
+@pytest.mark.parametrize("content,suffix", [(b"", ".yaml"), (b"\xff\xfe\x00garbage", ".yaml"), (b"\xff\xfe\x00garbage", ".json"),
+                                            (b"solvermap-program: 1\nname: [", ".yaml"), (b"- 1\n- 2\n", ".yml"),
+                                            (b'{"solvermap-program": 1}', ".json")],
+                         ids=["empty", "binary", "binary-json", "broken-yaml", "a-list", "json-without-fields"])
+def test_a_bad_program_file_on_the_command_line_exits_2_with_one_line(tmp_path, content, suffix):
+    path = tmp_path / f"prog{suffix}"
     path.write_bytes(content)
     out = _cli("map", "--workload", str(path), "--target", "pushmem-cgra", "-q", "--out", str(tmp_path / "run"))
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "prog.yaml" in out.stderr
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and path.name in out.stderr
     assert "Traceback" not in out.stderr
 
 
