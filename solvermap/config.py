@@ -6,12 +6,14 @@ YAML (all keys optional except ``workload`` and ``target``)::
     target: {name: plasticine, overrides: {pcu.stages: 4}}   # or just: target: plasticine
     solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
     decisions: {partition: {variant: table42, solver: {backend: highs}}}
+    export: {hpvm_config: confs.txt}        # files a pipeline writes besides the run directory
     seed: 0
 
 ``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
 workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
-``decisions.partition.variant=table42``, ``seed=3``. The run seed is the solver seed unless
-``solver.seed`` is set explicitly.
+``decisions.partition.variant=table42``, ``export.hpvm_config=confs.txt``, ``seed=3``. The run seed is the
+solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes besides its run
+directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ class TargetRef(BaseModel):
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExportConfig(BaseModel):
+    """Files a pipeline writes besides the run directory (each pipeline lists the ones it writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hpvm_config: str | None = None  # approxhpvm: the chosen configurations in HPVM's tuner format
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -45,6 +54,7 @@ class RunConfig(BaseModel):
     target: TargetRef
     solver: SolverConfig = Field(default_factory=SolverConfig)
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    export: ExportConfig = Field(default_factory=ExportConfig)
     seed: int = Field(0, ge=0)
 
     @field_validator("workload", mode="before")
@@ -151,10 +161,12 @@ def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
+    elif head == "export" and rest:
+        data.setdefault("export", {})[rest] = value
     elif head in ("workload", "target") and rest == "name":
         data[head]["name"] = value
     elif head == "seed" and not rest:
         data["seed"] = value
     else:
         raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
-                         "decisions.<decision>.<option> or seed")
+                         "decisions.<decision>.<option>, export.<file> or seed")
