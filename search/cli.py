@@ -121,7 +121,7 @@ def batch_command(
         raise InputError("--executor", executor, "batch runs need submitit: pip install 'solvermap[cluster]'") from None
     from solvermap.search.batch import submit, wait as wait_for, worker_error
     from solvermap.search.report import analyse, write_results
-    from solvermap.search.worker import counts
+    from solvermap.search.worker import counts, finished
 
     path = resolve_study(study)
     sdir, handle, jobs = submit(path, executor=executor, workers=workers, storage=storage, n_trials=n_trials, out=out,
@@ -146,9 +146,9 @@ def batch_command(
     for r in reports:
         if "error" in r:
             err.print(f"{r['label']} failed: {r['error']}", highlight=False, markup=False)
-    finished = counts(handle.study)["complete"]
-    if finished < handle.n_trials:
-        err.print(f"the workers ended with {finished} of {handle.n_trials} trials finished; "
+    done = finished(counts(handle.study))
+    if done < handle.n_trials:
+        err.print(f"the workers ended with {done} of {handle.n_trials} trials finished; "
                   f"continue with: solvermap batch {study} --out {sdir.path}", highlight=False)
     results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
     write_results(results, sdir.path)

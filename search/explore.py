@@ -98,6 +98,8 @@ class TrialProgress:
 
         self.enabled = enabled
         self.feasible = 0
+        self.pruned = 0
+        self.unknown = 0
         self.hits = 0
         self.failed = 0
         self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -118,10 +120,13 @@ class TrialProgress:
             self.failed += 1
             return
         self.feasible += 1 if result.feasible else 0
+        self.pruned += 1 if result.outcome == "pruned" else 0
+        self.unknown += 1 if result.outcome == "unknown" else 0
         self.hits += result.cache.get("hits", 0) if result.cache else 0
 
     def show(self, completed: int) -> None:
-        note = f"feasible {self.feasible}, cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else "")
+        note = (f"feasible {self.feasible}, pruned {self.pruned}" + (f", unknown {self.unknown}" if self.unknown else "")
+                + f", cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else ""))
         self.progress.update(self.task, completed=completed, note=note)
 
 
@@ -133,7 +138,7 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
 
     from solvermap.search.evaluate import Evaluator
     from solvermap.search.report import analyse, write_results
-    from solvermap.search.worker import counts, open_study, run_worker
+    from solvermap.search.worker import counts, finished, open_study, run_worker
 
     console = console or Console(stderr=True, soft_wrap=True)
     sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
@@ -142,7 +147,7 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials
     (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
-    done = counts(handle.study)["complete"]
+    done = finished(counts(handle.study))
     if sdir.resumed:
         console.print(f"resuming study {sdir.spec.name!r}: {done} of {handle.n_trials} trials finished", highlight=False)
     timeout = timeout_s if timeout_s is not None else sdir.spec.budget.timeout_s

@@ -116,7 +116,7 @@ def print_status(status: StudyStatus, console: Any) -> None:
     from solvermap.search.storage import redact
 
     target = f" of {status.n_trials}" if status.n_trials else ""
-    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts['complete']}{target} trials finished",
+    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts.get('finished', status.results.counts['complete'])}{target} trials finished",
                   highlight=False, soft_wrap=True)
     if status.jobs:
         table = Table(title=f"{status.executor} workers", header_style="bold")

@@ -43,6 +43,8 @@ directions, optional caps, the sampler, a seed and a budget::
       cpus_per_task: 1
       sbatch: {account: mylab, qos: normal, constraint: avx2}     # more #SBATCH options (allow-listed)
     cache: {enabled: true, neighbours: 3}
+    unknown: {retries: 1, budget_factor: 4}   # a solve with no solution and no proof: retried, then "unknown"
+    pruning: {enabled: true}                  # skip designs whose certified bounds the front dominates
     imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
                                        # trusted code, imported only with --allow-imports
 
@@ -254,6 +256,21 @@ class CacheSettings(_Strict):
     neighbours: int = Field(3, ge=0, description="solutions of the nearest earlier trials tried as warm starts")
 
 
+class UnknownSettings(_Strict):
+    """An inner solve that stops at its budget with no solution and no proof is solved again with
+    ``budget_factor`` times the budget, at most ``retries`` times; then the trial is *unknown*."""
+
+    retries: int = Field(1, ge=0, description="retries of an unknown solve, each with a larger budget")
+    budget_factor: float = Field(4.0, gt=1.0, description="budget multiplier of each retry")
+
+
+class PruningSettings(_Strict):
+    """Certified pruning (:mod:`solvermap.search.pruning`): before a full evaluation, the design's certified
+    lower bounds are compared with the front; a design they show dominated is recorded as pruned."""
+
+    enabled: bool = True
+
+
 class Ref(_Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -283,6 +300,8 @@ class StudyFile(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    unknown: UnknownSettings = Field(default_factory=UnknownSettings)
+    pruning: PruningSettings = Field(default_factory=PruningSettings)
     imports: list[str] = Field(default_factory=list)
 
     @field_validator("target", mode="before")

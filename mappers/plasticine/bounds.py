@@ -1,0 +1,79 @@
+"""Certified lower bounds of a Plasticine mapping's metrics before any decision is solved.
+
+From the memory decomposition (a deterministic transform) and the VB graph as allocated (one VB per actor,
+memory and stream), without partitioning, merging, placing or routing:
+
+cycles      ``max(F · (1 − 1/W), D · (1 − 1/W))`` with
+            F  the most firings of any simulated unit. Partitioning splits an actor into VBs that fire as
+               often as the actor; memories fire per access context; retiming VBs as their consumer; so F
+               is the busiest unit's firing count in every mapping. A unit fires at most once per cycle.
+               The simulators (``dataflow_sim``, ``noc_sim``) run a window in which the busiest unit fires
+               W times (W = the simulation window, 2048, or fewer firings unscaled) and report
+               ``fill + steady / f (+ drain)`` with ``f = W / F`` and ``steady ≥ W − 1`` cycles between its
+               first and last firing, so the reported cycles are at least ``(W − 1) / f = F (1 − 1/W)``.
+            D  DRAM bytes / DRAM bytes per cycle: every stream moves ``firings × (64 or 4)`` bytes (a vector
+               or a scalar stream, as ``simulation.sim_graph``) through the shared DRAM budget (round robin
+               in ``dataflow_sim``, paced per stream in ``noc_sim``). Exact for an unscaled run; for a window
+               run it assumes the streams do not run ahead of the busiest unit during its fill (the
+               simulators' own steady-state premise). ``tests/search/test_pruning.py`` checks the bound
+               against every design of the method-comparison spaces, and every evaluated trial checks its
+               own values against its bounds (``search.bounds.violations``).
+pcus_used   ``⌈Σ stages of the non-integer operations / PCU stages⌉``: a VB holding a vector or float
+            operation fits only a PCU (merge feasibility, L559), and a PCU holds at most ``stages`` stages.
+pmus_used   ``max(⌈Σ SRAM bytes / PMU capacity⌉, ⌈Σ banks / PMU banks⌉)`` over the memories (PMU only).
+dags_used   the number of DRAM streams (one per DAG, L489).
+pbs_used, area_mm2, power_w (PBs used, ``cost``), latency_s, energy_j (power × latency): from those; with
+            a routed network the end-to-end values add the network's area and energy, never less.
+
+A PCU, PMU or DAG bound above the array's count proves that no merge exists (``infeasible``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from solvermap.hardware.plasticine import cost
+from solvermap.ir.graph import NodeKind
+from solvermap.mappers.pipeline import Context, LowerBounds
+from solvermap.mappers.plasticine import decomposition, lowering, simulation
+
+WINDOW = 2048  # the dataflow simulator's window (simulation.run); the NoC's is decisions.vc.sim_window
+
+
+def _window(ctx: Context) -> int:
+    from solvermap.mappers.decisions import VC
+
+    window = WINDOW
+    if getattr(ctx.target.network, "type", None) is not None:
+        window = min(window, ctx.options_for(VC).sim_window)
+    return window
+
+
+def lower_bounds(ctx: Context) -> LowerBounds:
+    """The module docstring's bounds for ``ctx.workload`` on ``ctx.target``."""
+    spec = ctx.target
+    graph, _ = decomposition.decompose(ctx.workload.ir, spec)
+    sim = simulation.sim_graph(lowering.vb_graph(graph, spec, None), spec)
+    window = _window(ctx)
+    firings = max((u.firings for u in sim.units), default=0)
+    dram = sum(u.firings * u.bytes_per_firing for u in sim.units if u.kind == "dram")
+    rate = spec.dram.bytes_per_cycle(spec.clock_ghz)
+    cycles = max(firings, dram / rate) * (1.0 - 1.0 / window)
+
+    stages = sum(lowering.op_stages(spec, n.op) for n in graph.nodes(NodeKind.OP)
+                 if not (n.attrs.get("int") and n.attrs.get("lanes", 1) == 1))
+    memories = [n for n in graph.nodes(NodeKind.MEMORY) if n.op == "sram"]
+    used = {
+        "pcu": math.ceil(stages / spec.pcu.stages - 1e-9),
+        "pmu": max([math.ceil(sum(m.resource("sram_bytes") for m in memories) / spec.pmu.capacity_bytes - 1e-9),
+                    math.ceil(sum(m.resource("banks", 1) for m in memories) / spec.pmu.banks - 1e-9)], default=0),
+        "dag": sum(1 for u in sim.units if u.kind == "dram"),
+    }
+    over = [f"{need} {kind}s needed, {getattr(spec, kind).count} on the array" for kind, need in used.items()
+            if need > getattr(spec, kind).count]
+    seconds = cycles / (spec.clock_ghz * 1e9)
+    power = cost.power_w(spec, used)
+    metrics = {"cycles": cycles, "latency_s": seconds, "pcus_used": used["pcu"], "pmus_used": used["pmu"],
+               "dags_used": used["dag"], "pbs_used": sum(used.values()), "area_mm2": cost.area_mm2(spec, used),
+               "power_w": power, "energy_j": power * seconds}
+    return LowerBounds({k: float(v) for k, v in metrics.items()}, "; ".join(over))
