@@ -454,6 +454,7 @@ class LowerBounds:
 
     metrics: dict[str, float]
     infeasible: str = ""
+    exact: frozenset[str] = frozenset()  # metrics whose bound is their value (a function of the target alone)
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ def _work(job: WorkerJob, restarts: int, log: _WorkerLog, stop_check: Any) -> di
         if result is None:
             log.write(f"trial {number} failed")
         else:
-            state = "feasible" if result.feasible else f"infeasible ({result.reason[:100]})"
+            state = "feasible" if result.feasible else f"{result.outcome} ({result.reason[:100]})"
             log.write(f"trial {number} {state} in {result.seconds:.2f} s, cache {result.cache}")
 
     report = run_worker(handle, evaluator, timeout_s=job.timeout_s, label=f"worker-{job.index}", on_trial=on_trial,

@@ -4,8 +4,9 @@ For each workload of the study, the family's pipeline says what it can certify w
 (``Pipeline.bounds`` → :class:`~solvermap.mappers.pipeline.LowerBounds`; Plasticine: cycles from firings
 and DRAM bandwidth, PBs, area and power from the merge's type-exclusive capacity bounds,
 :mod:`solvermap.mappers.plasticine.bounds`). A derived metric (``metrics:``) whose expression names only
-``target.*`` and ``workload.*`` is *exact* before the run (the chip area of the default study) and is its
-own bound; one that names a metric has none.
+``target.*``, ``workload.*`` and metrics the pipeline knows exactly before the run (``LowerBounds.exact``,
+e.g. Plasticine's ``network_area_mm2``) is *exact* (the chip area of the default study) and is its own
+bound; one that names another metric has none.
 
 An objective's bound aggregates the per-workload bounds the way the objective aggregates values (geomean,
 mean, sum, max, min are non-decreasing in every argument, so the aggregate of lower bounds is a lower
@@ -45,11 +46,12 @@ class DesignBounds:
         return {"objectives": self.objectives, "per_workload": self.per_workload, "infeasible": self.infeasible}
 
 
-def _exact_metrics(evaluator: Any, spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, float]:
-    """The study's derived metrics that name no pipeline metric, in file order."""
+def _exact_metrics(evaluator: Any, exact: Mapping[str, float], spec: Mapping[str, Any],
+                   params: Mapping[str, Any]) -> dict[str, float]:
+    """The study's derived metrics that name no pipeline metric but the ``exact`` ones, in file order."""
     from solvermap.search.expressions import ExpressionError, evaluate, parse, resolver
 
-    out: dict[str, float] = {}
+    out: dict[str, float] = dict(exact)
     for name, text in evaluator.study.metrics.items():
         try:
             out[name] = float(evaluate(parse(text), resolver(out, spec, params)))
@@ -81,7 +83,8 @@ def design_bounds(evaluator: Any, config: Mapping[str, Any]) -> DesignBounds | N
             ctx = Context(workload=built, target=spec, solver=SolverConfig(), options=parts["decisions"],
                           seed=study.seed)
             bounds = evaluator.pipeline.bounds(ctx)
-            metrics = {**bounds.metrics, **_exact_metrics(evaluator, spec.model_dump(), built.params)}
+            exact = {name: bounds.metrics[name] for name in bounds.exact}
+            metrics = {**bounds.metrics, **_exact_metrics(evaluator, exact, spec.model_dump(), built.params)}
             per_workload[ref.name] = metrics
             if bounds.infeasible:
                 infeasible.append(f"{ref.name}: {bounds.infeasible}")

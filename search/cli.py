@@ -84,13 +84,14 @@ def explore_command(
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
     allow_imports: AllowImportsOpt = False,
+    workers: Annotated[int | None, typer.Option("--workers", "-k", min=1, help="worker processes on this machine (default: budget.workers of the study, else 1)")] = None,
 ) -> None:
-    """Run (or resume) a design-space study in this process; print the Pareto front and write tables and figures."""
+    """Run (or resume) a design-space study on this machine; print the Pareto front and write tables and figures."""
     from solvermap.search.explore import explore
 
     path = resolve_study(study)
     sdir, results, report = explore(path, storage=storage, n_trials=n_trials, out=out, timeout_s=timeout,
-                                    progress=not quiet and not as_json, allow_imports=allow_imports)
+                                    progress=not quiet and not as_json, allow_imports=allow_imports, workers=workers)
     for line in report.errors[:5]:
         Console(stderr=True, soft_wrap=True).print(f"failed {line}", highlight=False, markup=False)
     _finish(sdir, results, as_json, {"worker": {"completed": report.completed, "failed": report.failed}})

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,16 @@ def open_dir(path: str | Path) -> StudyDir:
     return StudyDir(path, spec, record["storage"], True)
 
 
+@contextmanager
+def _stopping(helpers: list[Any]) -> Iterator[None]:
+    from solvermap.search import local_workers
+
+    try:
+        yield
+    finally:
+        local_workers.stop(helpers)
+
+
 class TrialProgress:
     """A rich progress bar over finished trials (this worker's and everyone else's)."""
 
@@ -132,8 +144,9 @@ class TrialProgress:
 
 def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
             out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
-            console: Any = None, allow_imports: bool = False) -> tuple[StudyDir, Any, Any]:
-    """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
+            console: Any = None, allow_imports: bool = False, workers: int | None = None) -> tuple[StudyDir, Any, Any]:
+    """Run (or resume) a study in this process, with ``workers − 1`` more local worker processes (default: the
+    study's ``budget.workers``; :mod:`.local_workers`); returns the directory, the results and this process's report."""
     from rich.console import Console
 
     from solvermap.search.evaluate import Evaluator
@@ -151,7 +164,10 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
     if sdir.resumed:
         console.print(f"resuming study {sdir.spec.name!r}: {done} of {handle.n_trials} trials finished", highlight=False)
     timeout = timeout_s if timeout_s is not None else sdir.spec.budget.timeout_s
-    with TrialProgress(handle.n_trials, done, progress, console) as bar:
+    from solvermap.search import local_workers
+
+    helpers = local_workers.start(sdir, handle, workers or sdir.spec.budget.workers, timeout, allow_imports)
+    with TrialProgress(handle.n_trials, done, progress, console) as bar, _stopping(helpers):
         def on_trial(number: int, result: Any, finished: int) -> None:
             bar.record(result)
             bar.show(finished)

@@ -8,8 +8,9 @@ would only confirm that. Such a trial is recorded as *pruned*, with its bounds a
 A design whose bounds prove it infeasible (more PBs than the array has, a cap below its bound) is pruned
 too. Pruning looks at objectives only: a cap never lets a design through that it would otherwise keep, so
 no constraint needs a bound for the pruning to be sound. Ties (``p == b``) are kept, so no design on the
-exhaustive front (ties included) is ever pruned. Bounds are shrunk by a relative 1e-9 before comparing
-(rounding in aggregates).
+exhaustive front (ties included) is ever pruned. The strict part asks ``p < b`` by more than a relative
+1e-9 (rounding in aggregates); ``p ≤ b`` is exact, so an exact bound (the chip area) that equals a front
+trial's value still prunes.
 
 How Optuna's samplers see a pruned trial (Optuna 5): it is told with ``TrialState.PRUNED``, no values.
 
@@ -56,10 +57,11 @@ def front_points(study: Any, directions: list[str]) -> list[tuple[int, list[floa
 def dominator(bound: list[float], front: list[tuple[int, list[float]]], directions: list[str]) -> tuple[int, list[float]] | None:
     """The first front entry that strictly dominates every design with lower bounds ``bound``
     (minimisation form, −inf where unbounded), or None."""
-    b = np.array([x - abs(x) * RELATIVE_SLACK for x in bound], dtype=float)
+    b = np.array(bound, dtype=float)
+    margin = np.where(np.isfinite(b), np.abs(b) * RELATIVE_SLACK, 0.0)
     for number, values in front:
         p = to_minimisation(np.array(values, dtype=float), directions)
-        if np.all(p <= b) and np.any(p < b):
+        if np.all(p <= b) and np.any(p < b - margin):
             return number, values
     return None
 

@@ -30,7 +30,7 @@ directions, optional caps, the sampler, a seed and a budget::
       - {metric: area_mm2, max: 400}                              # a cap: over it, the trial is infeasible
     sampler: {name: nsga2, options: {population_size: 16}}        # nsga2 | tpe | random | grid | gp | qmc
     seed: 0
-    budget: {n_trials: 40, timeout_s: 600}
+    budget: {n_trials: 40, timeout_s: 600, workers: 2}   # workers: local processes of `explore`
     solver: {backend: cpsat, time_limit_s: 10}                    # every inner solve (SolverConfig)
     decisions: {partition: {variant: table42}}                    # fixed per-decision options
     storage: {heartbeat_s: 5, grace_s: 20, max_retry: 2}
@@ -209,8 +209,10 @@ class SamplerSpec(_Strict):
 
 
 class Budget(_Strict):
-    n_trials: int | None = Field(None, ge=1, description="finished trials to reach; default 20 (grid: its size)")
+    n_trials: int | None = Field(None, ge=1, description="finished trials to reach (evaluated or pruned); default 20 "
+                                 "(grid: its size)")
     timeout_s: float | None = Field(None, gt=0, description="stop starting new trials after this many seconds")
+    workers: int = Field(1, ge=1, description="worker processes `explore` runs on this machine (--workers overrides)")
 
 
 class StorageSettings(_Strict):

@@ -24,6 +24,8 @@ pmus_used   ``max(⌈Σ SRAM bytes / PMU capacity⌉, ⌈Σ banks / PMU banks⌉
 dags_used   the number of DRAM streams (one per DAG, L489).
 pbs_used, area_mm2, power_w (PBs used, ``cost``), latency_s, energy_j (power × latency): from those; with
             a routed network the end-to-end values add the network's area and energy, never less.
+network_area_mm2  exact: every switch and router of the mesh counts (``network_cost``, assumption NT9), so
+            it depends on the target alone; ``area_mm2`` then adds it to the PBs' bound.
 
 A PCU, PMU or DAG bound above the array's count proves that no merge exists (``infeasible``).
 """
@@ -32,10 +34,10 @@ from __future__ import annotations
 
 import math
 
-from solvermap.hardware.plasticine import cost
+from solvermap.hardware.plasticine import cost, network_cost
 from solvermap.ir.graph import NodeKind
 from solvermap.mappers.pipeline import Context, LowerBounds
-from solvermap.mappers.plasticine import decomposition, lowering, simulation
+from solvermap.mappers.plasticine import decomposition, lowering, network, simulation
 
 WINDOW = 2048  # the dataflow simulator's window (simulation.run); the NoC's is decisions.vc.sim_window
 
@@ -76,4 +78,10 @@ def lower_bounds(ctx: Context) -> LowerBounds:
     metrics = {"cycles": cycles, "latency_s": seconds, "pcus_used": used["pcu"], "pmus_used": used["pmu"],
                "dags_used": used["dag"], "pbs_used": sum(used.values()), "area_mm2": cost.area_mm2(spec, used),
                "power_w": power, "energy_j": power * seconds}
-    return LowerBounds({k: float(v) for k, v in metrics.items()}, "; ".join(over))
+    exact = frozenset()
+    if spec.network.type is not None:
+        mesh = network.mesh_of(spec)
+        metrics["network_area_mm2"] = network_cost.area_mm2(spec.network, mesh.rows * mesh.cols)["total"]
+        metrics["area_mm2"] += metrics["network_area_mm2"]
+        exact = frozenset({"network_area_mm2"})
+    return LowerBounds({k: float(v) for k, v in metrics.items()}, "; ".join(over), exact)
