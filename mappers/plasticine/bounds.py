@@ -15,12 +15,12 @@ cycles      Let F be the most firings of any simulated unit. Partitioning splits
               proven (the reported cycles are at least ``(w − 1) / f``). The D term is exact for an
               unscaled run; in a window run the DRAM traffic during the busiest unit's fill is extrapolated
               once, not 1/f times, so it holds when that traffic is small against the rest — verified on
-              every design of both method-comparison spaces (``studies/dse_methods``: ``bound_violations``
+              every design of the 96-design method-comparison space (``studies/dse_methods``: ``bound_violations``
               0; ``tests/search/test_pruning.py``), not proven.
             * With a network (``noc_sim``, which paces every stream at its share of the bandwidth and does
               not scale the drain): ``max(F (1 − 1/w), (1 − 1/n) W / r + F − F/w − w)``, proven: the
               window lasts at least ``(1 − 1/n) W / r`` cycles (W the window's DRAM bytes, n a stream's
-              window firings) and the scaled-back steady part adds ``(w − 1)(1/f − 1)``. The plain D term
+              window firings, the most of any stream) and the scaled-back steady part adds ``(w − 1)(1/f − 1)``. The plain D term
               does not hold there: the NoC co-simulation reports fewer cycles than D when DRAM traffic falls
               into its unscaled fill and drain (outer product on an 8x8 hybrid array, 2 channels: 106,012
               reported, D = 109,440).

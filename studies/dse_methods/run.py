@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None, help="trial folders and solve cache (default: a temp dir)")
     parser.add_argument("--exhaustive", default=None,
                         help="reuse an exhaustive.csv written by an earlier run of the same study (skips step 1)")
+    parser.add_argument("--readme", default=str(HERE / "README.md"),
+                        help="README whose table for this study (between its table markers) is rewritten; '' for none")
     args = parser.parse_args(argv)
 
     study = load_study(args.study)
@@ -392,9 +394,48 @@ def main(argv: list[str] | None = None) -> int:
             "prunable_against_exhaustive_front": prunable}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     _plot(rows, meta, out / "hv_vs_evaluations.png")
+    if args.readme:
+        write_readme_table(Path(args.readme), meta, summary_frame)
     print(json.dumps(meta))
     print(summary_frame.to_string(index=False))
     return 0
+
+
+def readme_table(meta: dict, summary: pd.DataFrame) -> str:
+    """The Markdown table of ``summary.csv``: full evaluations to 95 % per method, without and with pruning."""
+    size = meta["space_size"]
+
+    def number(value, digits=0):
+        return "–" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+    lines = [f"{meta['study']}: {size} designs ({meta['feasible']} feasible, front of {meta['front_size']}), "
+             f"{meta['seeds']} seeds, budget {meta['budget']} full evaluations; bounds below a value: "
+             f"{meta['bound_violations']}; the exhaustive front would prune {meta['prunable_against_exhaustive_front']['designs']} "
+             f"designs, {meta['prunable_against_exhaustive_front']['front_designs']} of them on the front.",
+             "",
+             "| method | pruning | runs | reached 95 % | median full evaluations to 95 % (share of space) | mean | worst "
+             "| median pruned proposals | mean final fraction |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in summary.to_dict("records"):
+        median = row["median_evaluations_to_95"]
+        share = "–" if median is None or pd.isna(median) else f"{median:.1f} ({100 * median / size:.1f} %)"
+        lines.append(f"| {row['method']} | {'yes' if row['pruning'] else 'no'} | {row['runs']} | {row['reached_95']} "
+                     f"| {share} | {number(row['mean_evaluations_to_95'], 1)} | {number(row['worst_evaluations_to_95'])} "
+                     f"| {number(row['median_pruned_proposals'])} | {row['mean_final_fraction']:.3f} |")
+    return "\n".join(lines)
+
+
+def write_readme_table(readme: Path, meta: dict, summary: pd.DataFrame) -> None:
+    """Replace the text between ``<!-- table: STUDY -->`` and ``<!-- /table: STUDY -->`` in ``readme`` (appended
+    at the end if the markers are missing)."""
+    start, end = f"<!-- table: {meta['study']} -->", f"<!-- /table: {meta['study']} -->"
+    text = readme.read_text() if readme.exists() else ""
+    block = f"{start}\n{readme_table(meta, summary)}\n{end}"
+    if start in text and end in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    readme.write_text(text)
 
 
 def _bound_violations(table: pd.DataFrame, labels: list[str]) -> int:
