@@ -23,7 +23,13 @@ from typing import Any
 
 from solvermap.errors import InputError, UnknownNameError
 
-GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".onnx")
+GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".xml", ".onnx")
+# parameters a graph file takes (``--set workload.<name>=...``), with their ranges
+GRAPH_PARAMS = {
+    "back_edge": "ATTRIBUTE:VALUE marking back edges in DOT/GraphML files (default loop_carried:true)",
+    "trip_count": "iterations of every loop of a DFG lowered to Plasticine, 1..2^40 (default: the graph's "
+                  "trip_count attribute, else 1024)",
+}
 
 
 @dataclass(frozen=True)
@@ -93,13 +99,32 @@ def info(name: str, family: str) -> WorkloadInfo:
     return _REGISTRY[(name, family)]
 
 
+def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check the ``workload.*`` parameters given with a graph file (:data:`GRAPH_PARAMS`)."""
+    from solvermap.ir.dfg_flat import BackEdgeRule
+
+    out = dict(params or {})
+    for key, value in out.items():
+        if key not in GRAPH_PARAMS:
+            raise InputError("--set", f"workload.{key}",
+                             f"unknown parameter for a graph file; known: {', '.join(sorted(GRAPH_PARAMS))}")
+    if "back_edge" in out:
+        out["back_edge"] = str(BackEdgeRule.parse(out["back_edge"]))
+    if "trip_count" in out:
+        value = out["trip_count"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+            raise InputError("--set", "workload.trip_count", f"must be an integer in [1, 2^40], got {value!r}")
+    return out
+
+
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
     """Build a registered workload, or load a graph file when ``name`` is a path."""
-    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
+    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).is_file():  # (a directory named dnn1 is no graph)
         from solvermap.ir.serialize import load
 
-        graph = load(name)
-        return Workload(Path(name).stem, family, dict(params or {}), graph, f"graph file {name}")
+        checked = graph_file_params(params)
+        graph = load(name, back_edge=checked.get("back_edge"))
+        return Workload(Path(name).stem, family, checked, graph, f"graph file {name}")
     entry = info(name, family)
     merged = dict(entry.params)
     for key, value in (params or {}).items():
