@@ -115,7 +115,10 @@ def stdout_for_json_only(as_json: bool) -> Iterator[None]:
     saved = os.dup(1)
     try:
         os.dup2(2, 1)
-        with redirect_stdout(sys.stderr):
+        # a stream of its own on descriptor 1 (now stderr), not sys.stderr itself: Pyomo's output capture
+        # redirects the descriptors of sys.stdout and sys.stderr and deadlocks when both are descriptor 2
+        with open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False) as stream, \
+                redirect_stdout(stream):
             yield
     finally:
         sys.stdout.flush()
@@ -298,11 +301,31 @@ def print_listing(items: list[dict[str, Any]], as_json: bool, title: str, column
     stdout_console().print(grid)
 
 
-@app.command("workloads", short_help="list the built-in workloads")
-def workloads_command(as_json: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
-    """List built-in workloads (name, target family, parameters, description)."""
+@app.command("workloads", short_help="list the built-in workloads, or export one as a program file")
+def workloads_command(
+    as_json: JsonOpt = False,
+    export: Annotated[str | None, typer.Option("--export", help="write built-in loop-nest workload NAME as a program "
+                                               "file to stdout (an example of the format; --workload takes it back)")] = None,
+    family: Annotated[str | None, typer.Option("--family", help="with --export: the family of NAME")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="with --export: yaml or json")] = "yaml",
+    set_: SetOpt = None,
+    quiet: QuietOpt = False, verbose: VerboseOpt = False,
+) -> None:
+    """List built-in workloads (name, target family, parameters, description), or --export one as a program file."""
     from solvermap import api
 
+    if export is not None:
+        from solvermap.config import parse_set
+        from solvermap.errors import InputError
+        from solvermap.ir.program_file import export_workload
+
+        params = {}
+        for key, value in parse_set(set_ or []):
+            if not key.startswith("workload.") or key == "workload.name":
+                raise InputError("--set", key, "with --export only workload.<param>=value applies")
+            params[key.removeprefix("workload.")] = value
+        sys.stdout.write(export_workload(export, family, params, fmt))
+        return
     print_listing(api.workloads(), as_json, "workloads", ["name", "family", "params", "description"], lambda w: (
         w["name"], w["family"], ", ".join(f"{k}={v}" for k, v in w["params"].items()), w["description"]))
 

@@ -3,8 +3,10 @@
 A workload module in this package registers builders with :func:`register`; the registry imports
 every module here on first use, so adding a workload needs no edit elsewhere. The same name may exist
 for several families (``lenet`` is a Plasticine app and an ApproxHPVM network); the target's family
-picks the one to build. A user may also pass a file (``.json``, ``.dot``, ``.graphml``, ``.onnx``),
-which loads as a graph for any family whose mapper accepts graphs.
+picks the one to build. A user may also pass a file: a loop-nest program file (``.yaml``/``.yml``, or
+``.json`` with ``solvermap-program: 1``; :mod:`solvermap.ir.program_file`) loads as a
+:class:`~solvermap.ir.loopnest.Program`; a graph file (``.json``, ``.dot``, ``.graphml``, ``.xml``, ``.onnx``) loads as
+a graph for any family whose mapper accepts graphs.
 
 A builder takes keyword parameters (with defaults declared at registration, e.g. a parallelization
 factor ``par``) and returns the IR object the family's mapper consumes: a
@@ -118,7 +120,14 @@ def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
-    """Build a registered workload, or load a graph file when ``name`` is a path."""
+    """Build a registered workload, or load a program or graph file when ``name`` is a path."""
+    from solvermap.ir import program_file
+
+    if program_file.is_program_file(name):
+        if params:
+            raise InputError(name, f"workload.{next(iter(params))}", "a program file takes no workload parameters")
+        program = program_file.load(name)
+        return Workload(Path(name).stem, family, {}, program, f"program file {name}")
     if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).is_file():  # (a directory named dnn1 is no graph)
         from solvermap.ir.serialize import load
 
