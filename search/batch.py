@@ -173,7 +173,7 @@ def _work(job: WorkerJob, restarts: int, log: _WorkerLog, stop_check: Any) -> di
         if result is None:
             log.write(f"trial {number} failed")
         else:
-            state = "feasible" if result.feasible else f"infeasible ({result.reason[:100]})"
+            state = "feasible" if result.feasible else f"{result.outcome} ({result.reason[:100]})"
             log.write(f"trial {number} {state} in {result.seconds:.2f} s, cache {result.cache}")
 
     report = run_worker(handle, evaluator, timeout_s=job.timeout_s, label=f"worker-{job.index}", on_trial=on_trial,
@@ -355,7 +355,7 @@ def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: boo
     later (or whose state SLURM does not tell) are left to end on their own. Returns each worker's report."""
     from solvermap.search.explore import TrialProgress
     from solvermap.search.slurm import cancel
-    from solvermap.search.worker import counts
+    from solvermap.search.worker import counts, finished
 
     def refresh(bar: TrialProgress) -> dict[str, int]:
         trials = handle.study.get_trials(deepcopy=False)
@@ -363,18 +363,20 @@ def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: boo
         bar.feasible = sum(1 for r in results if r.get("feasible"))
         bar.hits = sum((r.get("cache") or {}).get("hits", 0) for r in results)
         bar.failed = sum(1 for t in trials if t.state.name == "FAIL")
+        bar.pruned = sum(1 for t in trials if t.state.name == "PRUNED")
+        bar.unknown = sum(1 for r in results if r.get("outcome") == "unknown")
         c = counts(handle.study)
-        bar.show(c["complete"])
+        bar.show(finished(c))
         return c
 
-    with TrialProgress(handle.n_trials, counts(handle.study)["complete"], progress, console) as bar:
+    with TrialProgress(handle.n_trials, finished(counts(handle.study)), progress, console) as bar:
         complete_since = None
         while True:
             c = refresh(bar)
             active, pending = _active(executor, jobs)
             if not active:
                 break
-            if c["complete"] >= handle.n_trials and not c["running"]:
+            if finished(c) >= handle.n_trials and not c["running"]:
                 complete_since = complete_since or time.monotonic()
                 if time.monotonic() - complete_since > linger_s:
                     break

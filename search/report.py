@@ -3,12 +3,20 @@
 Files written into the study directory::
 
     tables/trials.{csv,parquet}        every trial: number, state, feasible, reason, objectives, params,
-                                       metrics, cache hits, seconds, run directory
+                                       metrics, certified bounds (``bound.<objective>``, ``dominated_by``),
+                                       cache hits, seconds, run directory. ``state`` is the outcome of a
+                                       finished trial — ``complete`` (evaluated, feasible), ``infeasible``
+                                       (proven, or over a cap), ``unknown`` (a solve stopped with neither a
+                                       solution nor a proof), ``pruned`` (never evaluated: its bounds are
+                                       dominated, or prove it infeasible) — else ``running``, ``waiting``,
+                                       ``fail``; ``optuna_state`` is Optuna's
     tables/front.{csv,parquet}         the feasible non-dominated trials (all objectives at once), one
                                        per distinct configuration (the first trial that sampled it)
-    tables/hypervolume.csv             hypervolume of the first k trials, k = 1..n (see below)
-    figures/front_<a>__<b>.png|.html   per objective pair: feasible trials, infeasible ones (×), the
-                                       Pareto-optimal trials and the pair's own front line
+    tables/hypervolume.csv             hypervolume of the first k full evaluations, k = 1..n (see below)
+    figures/front_<a>__<b>.png|.html   per objective pair: feasible trials, trials over a cap (×), pruned
+                                       trials at their bounds (▽), the Pareto-optimal trials and the pair's
+                                       own front line; infeasible and unknown trials (no values) are counted
+                                       in the title
     figures/hypervolume.png|.html      hypervolume against trials
 
 The HTML figures are plotly, with ``plotly.min.js`` written once beside them (no network needed). Axes name
@@ -109,11 +117,17 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     rows = []
     for t in study.get_trials(deepcopy=False):
         attrs = {**t.user_attrs, **(t.user_attrs.get("result") or {})}
-        row: dict[str, Any] = {"number": t.number, "state": t.state.name.lower(),
-                               "feasible": bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False,
+        feasible = bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False
+        row: dict[str, Any] = {"number": t.number, "state": _state(t.state.name, attrs, feasible),
+                               "optuna_state": t.state.name.lower(), "feasible": feasible,
                                "reason": attrs.get("reason") or attrs.get("error") or ""}
         for label, value in zip(objectives, t.values or [None] * len(objectives)):
             row[label] = value if value is not None and math.isfinite(value) else None
+        bounds = attrs.get("bounds") or {}
+        for label in objectives:
+            row[f"bound.{label}"] = bounds.get(label)
+        row["dominated_by"] = (attrs.get("dominated_by") or {}).get("number")
+        row["bound_violations"] = "; ".join(attrs.get("bound_violations") or [])
         for key, value in t.params.items():
             row[key] = value
         for key, value in (attrs.get("metrics") or {}).items():
@@ -137,15 +151,33 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     return frame.sort_values("number").reset_index(drop=True)
 
 
+def _state(optuna_state: str, attrs: dict[str, Any], feasible: bool) -> str:
+    """The outcome of a finished trial (module docstring), else Optuna's state."""
+    if optuna_state == "PRUNED":
+        return "pruned"
+    if optuna_state != "COMPLETE":
+        return optuna_state.lower()
+    return attrs.get("outcome") or ("complete" if feasible else "infeasible")
+
+
+def _evaluated(frame: pd.DataFrame) -> pd.DataFrame:
+    """Trials fully evaluated (Optuna COMPLETE: complete, infeasible or unknown)."""
+    column = "optuna_state" if "optuna_state" in frame.columns else "state"
+    return frame[frame[column] == "complete"]
+
+
 def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyResults:
-    """Front, hypervolume and counts from an Optuna study."""
+    """Front, hypervolume and counts from an Optuna study. ``counts['complete']`` counts full evaluations
+    (every outcome but pruned), ``finished`` adds the pruned trials."""
     frame = trials_frame(study, objectives)
-    done = frame[frame["state"] == "complete"]
+    done = _evaluated(frame)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
+    state = frame["state"]
     counts = {"trials": len(frame), "complete": len(done), "feasible": len(feasible),
-              "infeasible": int(len(done) - len(feasible)),
-              "running": int((frame["state"] == "running").sum()), "waiting": int((frame["state"] == "waiting").sum()),
-              "failed": int((frame["state"] == "fail").sum())}
+              "infeasible": int((state == "infeasible").sum()), "unknown": int((state == "unknown").sum()),
+              "pruned": int((state == "pruned").sum()), "finished": int(len(done) + (state == "pruned").sum()),
+              "running": int((state == "running").sum()), "waiting": int((state == "waiting").sum()),
+              "failed": int((state == "fail").sum())}
     if len(feasible):
         points = to_minimisation(feasible[objectives].to_numpy(dtype=float), directions)
         front = feasible[pareto_mask(points)].copy()
@@ -180,7 +212,7 @@ def write_results(results: StudyResults, root: str | Path, *, html: bool = True)
         frame.to_parquet(tables / f"{name}.parquet", index=False)
         files[f"{name}_csv"] = str(tables / f"{name}.csv")
         files[f"{name}_parquet"] = str(tables / f"{name}.parquet")
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     pd.DataFrame({"trials": range(1, len(results.history) + 1), "number": done["number"].tolist(),
                   "hypervolume": results.history}).to_csv(tables / "hypervolume.csv", index=False)
     files["hypervolume_csv"] = str(tables / "hypervolume.csv")
@@ -214,9 +246,10 @@ def front_figure(results: StudyResults, i: int, j: int) -> Any:
     from matplotlib.ticker import MaxNLocator
 
     a, b = results.objectives[i], results.objectives[j]
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
+    pruned = _pruned_at_bounds(results, a, b)
     fig = Figure(figsize=(6, 4.5), dpi=110)
     ax = fig.add_subplot()
     if i == j:
@@ -229,6 +262,9 @@ def front_figure(results: StudyResults, i: int, j: int) -> Any:
         ax.scatter(feasible[a], feasible[b], s=18, color="0.65", label=f"feasible ({len(feasible)})")
         if len(infeasible):
             ax.scatter(infeasible[a], infeasible[b], s=24, marker="x", color="C1", label=f"over a cap ({len(infeasible)})")
+        if len(pruned):
+            ax.scatter(pruned[f"bound.{a}"], pruned[f"bound.{b}"], s=22, marker="v", facecolors="none", edgecolors="C2",
+                       lw=0.9, label=f"pruned, at its bounds ({len(pruned)})")
         if len(feasible):
             x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
             order = _pair_front(x, y, results.directions[i], results.directions[j])
@@ -239,8 +275,7 @@ def front_figure(results: StudyResults, i: int, j: int) -> Any:
         ax.set_ylabel(axis_label(b, results.directions[j]))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{results.counts['complete']} trials; hypervolume {results.hypervolume:.3f} of at most "
-                 f"{REFERENCE ** len(results.objectives):.3g} (objectives scaled to [0, 1])", fontsize=9)
+    ax.set_title(_title(results), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -248,6 +283,22 @@ def front_figure(results: StudyResults, i: int, j: int) -> Any:
 def _front_png(results: StudyResults, i: int, j: int, path: Path) -> str:
     front_figure(results, i, j).savefig(path)
     return str(path)
+
+
+def _pruned_at_bounds(results: StudyResults, a: str, b: str) -> pd.DataFrame:
+    """Pruned trials with bounds on both objectives (those are drawn at their bounds)."""
+    frame = results.trials
+    if f"bound.{a}" not in frame.columns or f"bound.{b}" not in frame.columns:
+        return frame.iloc[0:0]
+    return frame[(frame["state"] == "pruned") & frame[f"bound.{a}"].notna() & frame[f"bound.{b}"].notna()]
+
+
+def _title(results: StudyResults) -> str:
+    c = results.counts
+    parts = [f"{c['complete']} evaluated ({c['feasible']} feasible, {c.get('infeasible', 0)} infeasible, "
+             f"{c.get('unknown', 0)} unknown), {c.get('pruned', 0)} pruned"]
+    return (", ".join(parts) + f"; hypervolume {results.hypervolume:.3f} of at most "
+            f"{REFERENCE ** len(results.objectives):.3g} (objectives scaled to [0, 1])")
 
 
 def _hover(frame: pd.DataFrame, objectives: list[str]) -> list[str]:
@@ -271,9 +322,10 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
     import plotly.graph_objects as go
 
     a, b = results.objectives[i], results.objectives[j]
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
+    pruned = _pruned_at_bounds(results, a, b)
     fig = go.Figure()
     if i == j:
         fig.add_trace(go.Scatter(x=feasible["number"], y=feasible[a], mode="markers", name="feasible",
@@ -287,6 +339,10 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
             fig.add_trace(go.Scatter(x=infeasible[a], y=infeasible[b], mode="markers", name="over a cap",
                                      marker={"symbol": "x", "color": "#ff7f0e"},
                                      text=_hover(infeasible, results.objectives), hoverinfo="text"))
+        if len(pruned):
+            fig.add_trace(go.Scatter(x=pruned[f"bound.{a}"], y=pruned[f"bound.{b}"], mode="markers",
+                                     name="pruned, at its bounds", marker={"symbol": "triangle-down-open", "color": "#2ca02c"},
+                                     text=_hover(pruned, results.objectives), hoverinfo="text"))
         if len(feasible):
             x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
             order = _pair_front(x, y, results.directions[i], results.directions[j])
@@ -295,9 +351,7 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
                                  marker={"size": 10, "color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 2}},
                                  text=_hover(results.front, results.objectives), hoverinfo="text"))
         fig.update_layout(xaxis_title=axis_label(a, results.directions[i]), yaxis_title=axis_label(b, results.directions[j]))
-    fig.update_layout(title=f"{results.counts['complete']} trials; hypervolume {results.hypervolume:.3f} of at most "
-                            f"{REFERENCE ** len(results.objectives):.3g} (objectives scaled to [0, 1])",
-                      template="plotly_white")
+    fig.update_layout(title=_title(results), template="plotly_white")
     return _write_html(fig, path)
 
 
@@ -310,7 +364,7 @@ def history_figure(results: StudyResults) -> Any:
     ax = fig.add_subplot()
     ax.plot(range(1, len(results.history) + 1), results.history, color="C0", marker="." if len(results.history) < 40 else None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("finished trials")
+    ax.set_xlabel("full evaluations (pruned trials not counted)")
     ax.set_ylabel("hypervolume")
     ax.set_ylim(bottom=0)
     ax.set_title(hypervolume_label(len(results.objectives)), fontsize=8, wrap=True)
@@ -384,7 +438,8 @@ def print_summary(results: StudyResults, console: Any, title: str = "Pareto fron
     from rich.table import Table
 
     c = results.counts
-    console.print(f"{c['complete']} finished trials ({c['feasible']} feasible, {c['infeasible']} infeasible), "
+    console.print(f"{c['complete']} evaluated trials ({c['feasible']} feasible, {c['infeasible']} infeasible, "
+                  f"{c.get('unknown', 0)} unknown), {c.get('pruned', 0)} pruned, "
                   f"{c['failed']} failed, {c['running']} running, {c['waiting']} queued"
                   + (f", {c['distinct_configs']} distinct configurations" if "distinct_configs" in c else "") + "; "
                   f"hypervolume {results.hypervolume:.4f} of at most {REFERENCE ** len(results.objectives):.3g} "

@@ -125,7 +125,7 @@ def print_status(status: StudyStatus, console: Any) -> None:
     from solvermap.search.storage import redact
 
     target = f" of {status.n_trials}" if status.n_trials else ""
-    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts['complete']}{target} trials finished",
+    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts.get('finished', status.results.counts['complete'])}{target} trials finished",
                   highlight=False, soft_wrap=True)
     if status.run is not None and status.run.failed:
         console.print(f"the last {status.run.command} {status.run.state}" + (f": {status.run.error}" if status.run.error else ""),

@@ -13,8 +13,8 @@ function                                                                 command
 =======================================================================  ==============================
 ``map(workload, target, *, solver, time_limit, options, out) -> MapResult``         ``solvermap map``
 ``solve(decision, workload, target, ...) -> DecisionResult``             ``solvermap solve DECISION``
-``explore(study, *, n_trials, storage, out, workers) -> StudyResults``   ``solvermap explore`` (``batch``
-                                                                         with ``workers`` > 1)
+``explore(study, *, n_trials, storage, out, workers) -> StudyResults``   ``solvermap explore`` (``workers``
+                                                                         local processes)
 ``batch(study, *, executor, workers, ...) -> StudyResults | Submission``  ``solvermap batch``
 ``status(directory) -> StudyStatus``, ``run_state(directory) -> RunState``  ``solvermap status``
 ``rerun(directory, *, out) -> Rerun``                                     ``solvermap rerun``
@@ -522,28 +522,27 @@ def _short(value: Any) -> str:
 
 
 def explore(study: str | Path | Mapping[str, Any], *, n_trials: int | None = None, storage: str | None = None,
-            out: str | Path | None = None, workers: int = 1, timeout: float | None = None,
+            out: str | Path | None = None, workers: int | None = None, timeout: float | None = None,
             allow_imports: bool = False, progress: bool = False, console: Any = None) -> Any:
     """Run (or resume: ``out`` holding the same study) a design-space study and return its
     :class:`~solvermap.search.report.StudyResults` (``.trials``, ``.front``, ``.figure()``, ``.to_dict()``).
 
     ``study`` is a study YAML file, a shipped study's name (:func:`studies`) or the study itself as a mapping
-    (the YAML's content; a target or workload file in it is taken relative to the current directory). ``workers`` > 1 runs that
-    many local worker processes on one storage (``solvermap batch --executor local``; needs the ``cluster``
-    extra). ``allow_imports`` lets the study's ``imports:`` run (trusted code only); ``progress`` draws a
-    progress bar over the trials on ``console`` (a rich console; default stderr)."""
-    if workers < 1:
+    (the YAML's content; a target or workload file in it is taken relative to the current directory). ``workers``
+    processes on this machine run the trials on one storage: this one and ``workers`` − 1 spawned ones
+    (:mod:`solvermap.search.local_workers`; default: the study's ``budget.workers``, else 1). ``allow_imports``
+    lets the study's ``imports:`` run (trusted code only); ``progress`` draws a progress bar over the trials on
+    ``console`` (a rich console; default stderr)."""
+    if workers is not None and workers < 1:
         raise ConfigError(f"workers must be at least 1, not {workers}")
-    if workers > 1:
-        return batch(study, executor="local", workers=workers, storage=storage, n_trials=n_trials, out=out,
-                     allow_imports=allow_imports, progress=progress, console=console)
     from solvermap.search.explore import explore as run_explore
 
     path = _study_path(study)
     require_storage(storage)
     _require_study_backends(path)
     sdir, results, report = run_explore(path, storage=storage, n_trials=n_trials, out=out, timeout_s=timeout,
-                                        progress=progress, console=console, allow_imports=allow_imports)
+                                        progress=progress, console=console, allow_imports=allow_imports,
+                                        workers=workers)
     results.meta = {"study": sdir.spec.name, "directory": str(sdir.path),
                     "worker": {"completed": report.completed, "failed": report.failed}}
     results.errors = list(report.errors)
@@ -596,7 +595,7 @@ def batch(study: str | Path | Mapping[str, Any], *, executor: str = "local", wor
     require_extra("submitit", "cluster", "solvermap batch")
     from solvermap.search.batch import submit, wait as wait_for, worker_error
     from solvermap.search.report import analyse, write_results
-    from solvermap.search.worker import counts
+    from solvermap.search.worker import counts, finished
 
     path = _study_path(study)
     require_storage(storage or _study_slurm_storage(path))
@@ -622,9 +621,9 @@ def batch(study: str | Path | Mapping[str, Any], *, executor: str = "local", wor
         for r in reports:
             if "error" in r:
                 LOG.warning(f"{r['label']} failed: {r['error']}")
-        finished = counts(handle.study)["complete"]
-        if finished < handle.n_trials:
-            LOG.warning(f"the workers ended with {finished} of {handle.n_trials} trials finished; "
+        done = finished(counts(handle.study))
+        if done < handle.n_trials:
+            LOG.warning(f"the workers ended with {done} of {handle.n_trials} trials finished; "
                         f"continue with: solvermap batch {study} --out {sdir.path}")
         results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
         write_results(results, sdir.path)

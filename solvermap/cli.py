@@ -389,7 +389,7 @@ def _finish(results: Any, as_json: bool) -> None:
     err.print(f"study directory: {results.directory}  (resume or extend: --out {results.directory})", highlight=False)
 
 
-@app.command("explore", short_help="run or resume a design-space study in this process")
+@app.command("explore", short_help="run or resume a design-space study on this machine")
 def explore_command(
     study: StudyArg,
     storage: StorageOpt = None,
@@ -400,14 +400,15 @@ def explore_command(
     quiet: StudyQuietOpt = False,
     verbose: StudyVerboseOpt = False,
     allow_imports: AllowImportsOpt = False,
+    workers: Annotated[int | None, typer.Option("--workers", "-k", min=1, help="worker processes on this machine (default: budget.workers of the study, else 1)")] = None,
 ) -> None:
-    """Run (or resume) a design-space study in this process; print the Pareto front and write tables and figures.
+    """Run (or resume) a design-space study on this machine; print the Pareto front and write tables and figures.
     STUDY is a study file or a shipped study's name (`solvermap studies`)."""
     from solvermap import api
 
     err = stderr_console()
     with progress(quiet or not verbose, verbose, console=err, live=False):  # the trial bar is the live display
-        results = api.explore(study, storage=storage, n_trials=n_trials, out=out, timeout=timeout,
+        results = api.explore(study, storage=storage, n_trials=n_trials, out=out, timeout=timeout, workers=workers,
                               allow_imports=allow_imports, progress=not quiet and not as_json, console=err)
     for line in results.errors[:5]:
         err.print(f"failed {line}", highlight=False, markup=False)
