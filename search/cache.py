@@ -424,9 +424,18 @@ class SolveCache:
             self.warm_from_neighbour += 1
         solved = decision.solve(problem, config, warm, options)
         solved.details = {**solved.details, "cache": "miss", "cache_key": key[:16], "warm_start": warm_info}
-        if solved.result.status.has_solution or str(solved.result.status) == "infeasible":
+        if solved.result.status.has_solution or str(solved.result.status) == "infeasible" or _settled_timeout(solved, config):
             self.store(decision, key, solved)
         return solved
+
+
+def _settled_timeout(solved: Any, config: Any) -> bool:
+    """A solve that spent its whole deterministic work budget without a solution gives the same answer
+    again under the same key, so it is stored too (a larger budget is another key); one stopped by the
+    wall-clock backstop depends on the machine's load and is not."""
+    budget = config.work_budget() if hasattr(config, "work_budget") else None
+    return (str(solved.result.status) == "timeout-no-solution" and budget is not None
+            and not getattr(solved.result, "backstop_fired", False))
 
 
 def _dump_solved(decision: Any, solved: Any) -> dict[str, Any]:

@@ -11,11 +11,22 @@ For each workload of the study a trial
 3. collects the validation metrics (``cycles``, ``area_mm2``, ... — DEVELOPERS.md) and the solver
    statistics of the decision records.
 
-Per-workload metrics combine into the trial's metrics with each objective's ``aggregate``. A trial is
-*infeasible* when a decision is infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
-fails its check, the spec rejects the sampled values, or a cap is exceeded; it then carries positive
-constraint values (``trial.set_constraint``) and the worst objective values (±inf), and the study goes on.
-A metric an objective names but the pipeline does not report is a study error that stops the study.
+Per-workload metrics combine into the trial's metrics with each objective's ``aggregate``. Each trial has
+an *outcome*:
+
+``complete``    every workload mapped, every cap met;
+``infeasible``  a decision is proven infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
+                fails its check, the spec rejects the sampled values, or a cap is exceeded;
+``unknown``     an inner solve stopped at its budget with no solution and no proof, also after the study's
+                ``unknown.retries`` retries with ``unknown.budget_factor`` times the budget
+                (:class:`~solvermap.errors.UnknownError`): the design may be feasible;
+``pruned``      never evaluated: its certified lower bounds are dominated by the front
+                (:mod:`solvermap.search.pruning`; set by the worker, not here).
+
+An infeasible or unknown trial carries a positive ``mapping`` constraint value (``trial.set_constraint``;
+constrained samplers treat both alike, as a design they cannot use) and the worst objective values (±inf),
+and the study goes on. A metric an objective names but the pipeline does not report is a study error that
+stops the study.
 
 Each evaluated trial writes ``trials/<number>/``: ``params.yaml``, ``metrics.json``, ``log.txt`` and
 per workload ``<workload>/records.json`` (the decision records, as ``solvermap map --json``).
@@ -32,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError
+from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError, UnknownError
 from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
@@ -60,6 +71,10 @@ class TrialResult:
     seconds: float = 0.0
     cache: dict[str, int] = field(default_factory=dict)
     run_dir: str | None = None
+    outcome: str = "complete"  # complete | infeasible | unknown | pruned (module docstring)
+    bounds: dict[str, float] = field(default_factory=dict)  # certified lower bounds of the objectives
+    dominated_by: dict[str, Any] | None = None  # pruned: the front trial whose values dominate the bounds
+    bound_violations: list[str] = field(default_factory=list)  # evaluated values below their bounds (a bug)
 
 
 def aggregate(values: list[float], how: str) -> float:
@@ -229,8 +244,10 @@ class Evaluator:
                 raise InputError(self.source, where, f"unknown solver setting; known: {', '.join(SolverConfig.model_fields)}")
 
     # -----------------------------------------------------------------------------------------
-    def evaluate(self, config: Mapping[str, Any], number: int | None = None) -> TrialResult:
-        """Map every workload under ``config``; never raises for an infeasible design point."""
+    def evaluate(self, config: Mapping[str, Any], number: int | None = None, bounds: Any = None) -> TrialResult:
+        """Map every workload under ``config``; never raises for an infeasible design point. Given the
+        design's certified ``bounds`` (:class:`~solvermap.search.bounds.DesignBounds`), the result keeps them
+        and lists any value below its bound (logged as a warning: a bound that does not hold is a bug)."""
         start = time.perf_counter()
         config = dict(config)
         trial_dir = None
@@ -244,11 +261,14 @@ class Evaluator:
             self.cache.begin_trial(number, config)
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
-        reason = ""
+        reason, unknown = "", False
         with trial_dir.logging() if trial_dir is not None else nullcontext():
             for ref in self.study.workloads:
                 try:
                     per_workload[ref.name] = self._map_one(ref, config, trial_dir)
+                except UnknownError as exc:
+                    reason, unknown = f"{ref.name}: {exc}", True
+                    break
                 except (InfeasibleError, InputError, ConfigError) as exc:
                     reason = f"{ref.name}: {exc}"
                     break
@@ -257,17 +277,28 @@ class Evaluator:
             after = self.cache.stats()
             cache = {k: after[k] - before[k] for k in after}
         result = self._score(config, per_workload, reason)
+        if unknown:
+            result.outcome = "unknown"
         result.seconds = time.perf_counter() - start
         result.metrics["trial_seconds"] = result.seconds
         result.cache = cache
+        if bounds is not None:
+            from solvermap.search.bounds import violations
+
+            labels = [o.label for o in self.study.objectives]
+            result.bounds = {label: b for label, b in zip(labels, bounds.objectives) if b is not None}
+            result.bound_violations = violations(bounds, result.values, labels)
+            for text in result.bound_violations:
+                LOG.warning("trial %s: certified bound violated: %s", number, text)
         if trial_dir is not None:
             result.run_dir = str(trial_dir.path)
-            trial_dir.write_json("metrics.json", {"feasible": result.feasible, "reason": result.reason,
+            trial_dir.write_json("metrics.json", {"outcome": result.outcome, "feasible": result.feasible,
+                                                  "reason": result.reason,
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
                                                   "cache": cache, "seconds": result.seconds})
             with trial_dir.logging():
-                LOG.info("feasible" if result.feasible else f"infeasible: {result.reason}")
+                LOG.info("feasible" if result.feasible else f"{result.outcome}: {result.reason}")
         return result
 
     def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
@@ -293,7 +324,8 @@ class Evaluator:
             LOG.info("%s: %s", ref.name, message)
 
         ctx = Context(workload=built, target=spec, solver=solver, options=parts["decisions"], seed=self.study.seed,
-                      progress=progress, solve_cache=self.cache)
+                      progress=progress, solve_cache=self.cache, retries=self.study.unknown.retries,
+                      retry_factor=self.study.unknown.budget_factor)
         start = time.perf_counter()
         result = self.pipeline.run(ctx)
         seconds = time.perf_counter() - start
@@ -332,7 +364,8 @@ class Evaluator:
         caps = {cap.key: 0.0 for cap in study.constraints}
         if reason:
             worst = [math.inf if o.direction == "minimize" else -math.inf for o in study.objectives]
-            return TrialResult(config, False, reason, {}, per_workload, worst, {"mapping": 1.0, **caps})
+            return TrialResult(config, False, reason, {}, per_workload, worst, {"mapping": 1.0, **caps},
+                               outcome="infeasible")
         names = sorted(set().union(*(m.keys() for m in per_workload.values())))
         metrics: dict[str, float] = {}
         for name in names:
@@ -349,7 +382,7 @@ class Evaluator:
         feasible = all(v <= 0 for v in caps.values())
         over = [k for k, v in caps.items() if v > 0]
         return TrialResult(config, feasible, f"over cap: {', '.join(over)}" if over else "", metrics, per_workload,
-                           values, {"mapping": 0.0, **caps})
+                           values, {"mapping": 0.0, **caps}, outcome="complete" if feasible else "infeasible")
 
     def _aggregate_metric(self, metric: str, how: str, per_workload: dict[str, dict[str, float]], role: str) -> float:
         missing = [w for w, m in per_workload.items() if metric not in m]

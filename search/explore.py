@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,34 @@ import yaml
 
 from solvermap.errors import InputError
 from solvermap.search.study_file import StudyFile, load_study, parse_study, study_digest
+
+
+STUDIES_DIR = Path(__file__).parent / "studies"
+
+
+def shipped_studies() -> dict[str, Path]:
+    """Studies shipped with the package, by their ``name`` (and by file stem)."""
+    out = {}
+    for path in sorted(STUDIES_DIR.glob("*.yaml")):
+        try:
+            name = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
+        except yaml.YAMLError:
+            name = path.stem
+        out[str(name)] = path
+        out.setdefault(path.stem, path)
+    return out
+
+
+def resolve_study(study: str | Path) -> Path:
+    """A study file, or the file of a shipped study named ``study``."""
+    text = str(study)
+    path = Path(text)
+    if path.exists() or text.endswith((".yaml", ".yml")):
+        return path
+    known = shipped_studies()
+    if text in known:
+        return known[text]
+    raise InputError(text, "", f"no such study file or shipped study; shipped: {', '.join(sorted(set(known))) or '(none)'}")
 
 
 @dataclass
@@ -90,6 +120,16 @@ def open_dir(path: str | Path) -> StudyDir:
     return StudyDir(path, spec, record["storage"], True)
 
 
+@contextmanager
+def _stopping(helpers: list[Any]) -> Iterator[None]:
+    from solvermap.search import local_workers
+
+    try:
+        yield
+    finally:
+        local_workers.stop(helpers)
+
+
 class TrialProgress:
     """A rich progress bar over finished trials (this worker's and everyone else's)."""
 
@@ -98,6 +138,8 @@ class TrialProgress:
 
         self.enabled = enabled
         self.feasible = 0
+        self.pruned = 0
+        self.unknown = 0
         self.hits = 0
         self.failed = 0
         self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -118,35 +160,53 @@ class TrialProgress:
             self.failed += 1
             return
         self.feasible += 1 if result.feasible else 0
+        self.pruned += 1 if result.outcome == "pruned" else 0
+        self.unknown += 1 if result.outcome == "unknown" else 0
         self.hits += result.cache.get("hits", 0) if result.cache else 0
 
     def show(self, completed: int) -> None:
-        note = f"feasible {self.feasible}, cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else "")
+        note = (f"feasible {self.feasible}, pruned {self.pruned}" + (f", unknown {self.unknown}" if self.unknown else "")
+                + f", cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else ""))
         self.progress.update(self.task, completed=completed, note=note)
 
 
 def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
             out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
-            console: Any = None, allow_imports: bool = False) -> tuple[StudyDir, Any, Any]:
-    """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
+            console: Any = None, allow_imports: bool = False, workers: int | None = None) -> tuple[StudyDir, Any, Any]:
+    """Run (or resume) a study in this process, with ``workers − 1`` more local worker processes (default: the
+    study's ``budget.workers``; :mod:`.local_workers`); returns the directory, the results and this process's
+    report. ``study_path`` is a study file or a shipped study's name. The directory's ``run.json`` says whether
+    the run ended ``ok``, ``failed`` (with the error) or ``interrupted``."""
     from rich.console import Console
 
-    from solvermap.search.evaluate import Evaluator
-    from solvermap.search.report import analyse, write_results
-    from solvermap.search.worker import counts, open_study, run_worker
+    from solvermap.runs import RunDirectory
 
     console = console or Console(stderr=True, soft_wrap=True)
+    study_path = resolve_study(study_path)
     sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
+    with RunDirectory(sdir.path).recording("explore"):
+        results, report = _run(sdir, study_path, n_trials, timeout_s, progress, console, allow_imports, workers)
+    return sdir, results, report
+
+
+def _run(sdir: StudyDir, study_path: Path, n_trials: int | None, timeout_s: float | None, progress: bool,
+         console: Any, allow_imports: bool, workers: int | None) -> tuple[Any, Any]:
+    from solvermap.search import local_workers
+    from solvermap.search.evaluate import Evaluator
+    from solvermap.search.report import analyse, write_results
+    from solvermap.search.worker import counts, finished, open_study, run_worker
+
     evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path), allow_imports=allow_imports)
     handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials
     (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
-    done = counts(handle.study)["complete"]
+    done = finished(counts(handle.study))
     if sdir.resumed:
         console.print(f"resuming study {sdir.spec.name!r}: {done} of {handle.n_trials} trials finished", highlight=False)
     timeout = timeout_s if timeout_s is not None else sdir.spec.budget.timeout_s
-    with TrialProgress(handle.n_trials, done, progress, console) as bar:
+    helpers = local_workers.start(sdir, handle, workers or sdir.spec.budget.workers, timeout, allow_imports)
+    with TrialProgress(handle.n_trials, done, progress, console) as bar, _stopping(helpers):
         def on_trial(number: int, result: Any, finished: int) -> None:
             bar.record(result)
             bar.show(finished)
@@ -159,4 +219,4 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
             raise
     results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
     write_results(results, sdir.path)
-    return sdir, results, report
+    return results, report

@@ -30,7 +30,7 @@ directions, optional caps, the sampler, a seed and a budget::
       - {metric: area_mm2, max: 400}                              # a cap: over it, the trial is infeasible
     sampler: {name: nsga2, options: {population_size: 16}}        # nsga2 | tpe | random | grid | gp | qmc
     seed: 0
-    budget: {n_trials: 40, timeout_s: 600}
+    budget: {n_trials: 40, timeout_s: 600, workers: 2}   # workers: local processes of `explore`
     solver: {backend: cpsat, time_limit_s: 10}                    # every inner solve (SolverConfig)
     decisions: {partition: {variant: table42}}                    # fixed per-decision options
     storage: {heartbeat_s: 5, grace_s: 20, max_retry: 2}
@@ -43,6 +43,8 @@ directions, optional caps, the sampler, a seed and a budget::
       cpus_per_task: 1
       sbatch: {account: mylab, qos: normal, constraint: avx2}     # more #SBATCH options (allow-listed)
     cache: {enabled: true, neighbours: 3}
+    unknown: {retries: 1, budget_factor: 4}   # a solve with no solution and no proof: retried, then "unknown"
+    pruning: {enabled: true}                  # skip designs whose certified bounds the front dominates
     imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
                                        # trusted code, imported only with --allow-imports
 
@@ -207,8 +209,10 @@ class SamplerSpec(_Strict):
 
 
 class Budget(_Strict):
-    n_trials: int | None = Field(None, ge=1, description="finished trials to reach; default 20 (grid: its size)")
+    n_trials: int | None = Field(None, ge=1, description="finished trials to reach (evaluated or pruned); default 20 "
+                                 "(grid: its size)")
     timeout_s: float | None = Field(None, gt=0, description="stop starting new trials after this many seconds")
+    workers: int = Field(1, ge=1, description="worker processes `explore` runs on this machine (--workers overrides)")
 
 
 class StorageSettings(_Strict):
@@ -254,6 +258,21 @@ class CacheSettings(_Strict):
     neighbours: int = Field(3, ge=0, description="solutions of the nearest earlier trials tried as warm starts")
 
 
+class UnknownSettings(_Strict):
+    """An inner solve that stops at its budget with no solution and no proof is solved again with
+    ``budget_factor`` times the budget, at most ``retries`` times; then the trial is *unknown*."""
+
+    retries: int = Field(1, ge=0, description="retries of an unknown solve, each with a larger budget")
+    budget_factor: float = Field(4.0, gt=1.0, description="budget multiplier of each retry")
+
+
+class PruningSettings(_Strict):
+    """Certified pruning (:mod:`solvermap.search.pruning`): before a full evaluation, the design's certified
+    lower bounds are compared with the front; a design they show dominated is recorded as pruned."""
+
+    enabled: bool = True
+
+
 class Ref(_Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -283,6 +302,8 @@ class StudyFile(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    unknown: UnknownSettings = Field(default_factory=UnknownSettings)
+    pruning: PruningSettings = Field(default_factory=PruningSettings)
     imports: list[str] = Field(default_factory=list)
 
     @field_validator("target", mode="before")

@@ -29,6 +29,7 @@ from typing import Any
 
 from solvermap.errors import InputError
 from solvermap.search.evaluate import Evaluator, StudyError, TrialResult
+from solvermap.search.pruning import front_points, prune
 from solvermap.search.samplers import make_sampler
 from solvermap.search.space import enumerate_space, suggest
 from solvermap.search.storage import Heartbeat, RetryStaleTrial, SlotLock, claim, fail_stale, open_storage, redact
@@ -125,8 +126,10 @@ class WorkerReport:
 
     label: str
     started: int = 0
-    completed: int = 0
+    completed: int = 0  # full evaluations
     infeasible: int = 0
+    unknown: int = 0
+    pruned: int = 0
     failed: int = 0
     lost: int = 0  # trials failed as stale by another worker while this one still ran them
     errors: list[str] = field(default_factory=list)
@@ -141,12 +144,19 @@ def counts(study: Any) -> dict[str, int]:
     return out
 
 
+def finished(c: dict[str, int]) -> int:
+    """Trials that count toward ``n_trials``: full evaluations (COMPLETE) and pruned ones (Optuna's rule)."""
+    return c["complete"] + c["pruned"]
+
+
 def result_attr(result: TrialResult) -> dict[str, Any]:
-    """The trial's user attribute ``result`` (one write): feasibility, metrics, cache use, run directory."""
+    """The trial's user attribute ``result`` (one write): outcome, feasibility, metrics, certified bounds,
+    cache use, run directory."""
     finite = {k: (v if math.isfinite(v) else None) for k, v in result.metrics.items()}
-    return {"feasible": result.feasible, "reason": result.reason[:500], "metrics": finite,
+    return {"outcome": result.outcome, "feasible": result.feasible, "reason": result.reason[:500], "metrics": finite,
             "per_workload": {w: {k: (v if math.isfinite(v) else None) for k, v in m.items()}
                              for w, m in result.per_workload.items()},
+            "bounds": result.bounds, "dominated_by": result.dominated_by, "bound_violations": result.bound_violations,
             "cache": result.cache, "seconds": result.seconds, "run_dir": result.run_dir}
 
 
@@ -171,14 +181,14 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
                 fail_stale(study, spec.storage)
                 checked = time.monotonic()
             c = counts(study)
-            if c["complete"] >= handle.n_trials:
+            if finished(c) >= handle.n_trials:
                 break
             trial = None
-            if c["complete"] + c["running"] >= handle.n_trials and c["running"] and checked < time.monotonic() - poll_s:
+            if finished(c) + c["running"] >= handle.n_trials and c["running"] and checked < time.monotonic() - poll_s:
                 fail_stale(study, spec.storage)  # about to wait: make sure the running trials are alive
                 checked = time.monotonic()
                 c = counts(study)
-            if c["complete"] + c["running"] < handle.n_trials:
+            if finished(c) + c["running"] < handle.n_trials:
                 with warnings.catch_warnings():
                     quiet_optuna()
                     trial = study.ask()
@@ -188,12 +198,12 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
         report.started += 1
         try:
             claim(study._storage, trial._trial_id, label)  # outside the lock: it is held as briefly as possible
-            result = _run_trial(study, trial, spec, evaluator, report, on_trial, c["complete"])
+            result = _run_trial(study, trial, spec, evaluator, report, on_trial, finished(c))
         except (KeyboardInterrupt, WorkerStopped, SystemExit) as exc:  # Ctrl-C, or a batch job told to stop
             _give_back(handle, trial, "interrupted" if isinstance(exc, KeyboardInterrupt) else f"worker stopped: {exc}")
             raise
         if result is not None and on_trial is not None:
-            on_trial(trial.number, result, c["complete"] + 1)
+            on_trial(trial.number, result, finished(c) + 1)
     return report
 
 
@@ -205,7 +215,11 @@ def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, re
     try:
         with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
             config = suggest(spec.space, trial)
-            result = evaluator.evaluate(config, number=trial.number)
+            result, bounds = None, None
+            if spec.pruning.enabled:
+                result, bounds = prune(evaluator, config, front_points(study, spec.directions))
+            if result is None:
+                result = evaluator.evaluate(config, number=trial.number, bounds=bounds)
     except (StudyError, InputError):
         _tell_failed(study, trial, "stopped")
         raise
@@ -221,12 +235,19 @@ def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, re
         for key, value in result.constraints.items():
             trial.set_constraint(key, value)
         trial.set_user_attr("result", result_attr(result))
-        study.tell(trial, result.values)
+        if result.outcome == "pruned":
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, result.values)
     except optuna.exceptions.UpdateFinishedTrialError:
         report.lost += 1  # declared stale meanwhile; its retry re-runs it
         return None
+    if result.outcome == "pruned":
+        report.pruned += 1
+        return result
     report.completed += 1
-    report.infeasible += 0 if result.feasible else 1
+    report.infeasible += 1 if result.outcome == "infeasible" else 0
+    report.unknown += 1 if result.outcome == "unknown" else 0
     return result
 
 

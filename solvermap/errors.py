@@ -31,6 +31,11 @@ class InfeasibleError(SolvermapError):
     """A decision has no feasible solution; the message names the constraint group (or node) at fault."""
 
 
+class UnknownError(SolvermapError):
+    """A decision's solve stopped at its budget with neither a solution nor a proof that none exists (and no
+    baseline gave one): the design point is *unknown*, not infeasible. A larger budget may settle it."""
+
+
 class UnknownNameError(SolvermapError):
     """An unknown workload, target, decision or option name."""
 

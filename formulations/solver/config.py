@@ -62,12 +62,12 @@ class SolverConfig(BaseModel):
     backend: str = Field("cpsat", description="MILP / CP-SAT backend: " + " | ".join(MILP_BACKENDS))
     convex_backend: str = Field("clarabel", description="cvxpy backend: " + " | ".join(CONVEX_BACKENDS))
     time_limit_s: float | None = Field(
-        30.0, gt=0,
+        30.0, gt=0, allow_inf_nan=False,
         description="budget per solve in seconds; None = no limit. With deterministic=True (default) it is spent "
         "as deterministic work (see work_limit) and the wall clock only backs it up at "
         f"{WALL_BACKSTOP:g} x time_limit_s + {WALL_BACKSTOP_FLOOR_S:g} s; with deterministic=False it is a plain wall-clock limit")
     work_limit: float | None = Field(
-        None, gt=0,
+        None, gt=0, allow_inf_nan=False,
         description="explicit deterministic work budget per solve, so that the answer does not depend on machine "
         "load: CP-SAT deterministic seconds (max_deterministic_time); HiGHS and SCIP branch-and-bound nodes = "
         f"{NODES_PER_WORK} x work_limit (also pyomo-highs/cbc/gurobi/cplex/xpress). Defaults to time_limit_s when "

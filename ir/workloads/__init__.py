@@ -3,10 +3,12 @@
 A workload module in this package registers builders with :func:`register`; the registry imports
 every module here on first use, so adding a workload needs no edit elsewhere. The same name may exist
 for several families (``lenet`` is a Plasticine app and an ApproxHPVM network); the target's family
-picks the one to build. A user may also pass a file: a graph (``.json``, ``.dot``, ``.graphml``, ``.xml``) for any
-family whose mapper accepts graphs, an ONNX model (``.onnx``: :func:`solvermap.ir.onnx_import.import_model`)
-or a layer-shape file (``.yaml``/``.yml``: :mod:`solvermap.ir.layer_shapes`), which every DNN family lowers.
-Model files take the parameters of :data:`MODEL_PARAMS` (``--set workload.weights=random``).
+picks the one to build. A user may also pass a file: a loop-nest program file (``.yaml``/``.yml`` with a
+top-level ``solvermap-program: 1``, or ``.json`` with that key; :mod:`solvermap.ir.program_file`) loads as a
+:class:`~solvermap.ir.loopnest.Program`; an ONNX model (``.onnx``: :func:`solvermap.ir.onnx_import.import_model`)
+or a layer-shape file (any other ``.yaml``/``.yml``: :mod:`solvermap.ir.layer_shapes`), which every DNN family
+lowers; a graph file (``.json``, ``.dot``, ``.graphml``, ``.xml``) loads as a graph for any family whose mapper
+accepts graphs. Model files take the parameters of :data:`MODEL_PARAMS` (``--set workload.weights=random``).
 
 A builder takes keyword parameters (with defaults declared at registration, e.g. a parallelization
 factor ``par``) and returns the IR object the family's mapper consumes: a
@@ -169,10 +171,17 @@ def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
-    """Build a registered workload, or load a file when ``name`` is a path."""
+    """Build a registered workload, or load a program, model or graph file when ``name`` is a path."""
+    from solvermap.ir import program_file
+
+    if program_file.is_program_file(name):
+        if params:
+            raise InputError(name, f"workload.{next(iter(params))}", "a program file takes no workload parameters")
+        program = program_file.load(name)
+        return Workload(Path(name).stem, family, {}, program, f"program file {name}")
     if name.lower().endswith((".onnx",) + LAYER_SUFFIXES):
         return _model_file(name, family, params)
-    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).exists():
+    if name.lower().endswith(GRAPH_SUFFIXES) or Path(name).is_file():  # (a directory named dnn1 is no graph)
         from solvermap.ir.serialize import load
 
         checked = graph_file_params(params)

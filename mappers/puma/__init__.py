@@ -124,6 +124,7 @@ def _optimize(ctx: Context) -> None:
             ctx.say(f"optimize: calibrating on {samples} of {options.calibration_samples} samples "
                     f"(decisions.optimize.calibration_memory_mb={options.calibration_memory_mb})")
             net.notes.append(f"calibration on {samples} samples (memory bound)")
+        ctx.say(f"optimize: calibrating the layer scales on {samples} inputs")
         calibration = _calibration(ctx, net, samples)
     net = ao.quantize(net, limit, calibration, options.input_normalization)
     ctx.state["network"] = net

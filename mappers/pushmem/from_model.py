@@ -31,7 +31,7 @@ from solvermap.errors import InfeasibleError, InputError
 from solvermap.ir.layer_shapes import ConvShape, LayerShapes, from_model
 from solvermap.ir.loopnest import Program, Tensor, statement
 from solvermap.ir.onnx_import import OnnxModel
-from solvermap.mappers.pipeline import Context, MapResult, Pipeline
+from solvermap.mappers.pipeline import Context, Pipeline, PipelineResult
 
 DT = "int16"
 TILES = 4
@@ -181,7 +181,7 @@ def layer_programs(model_name: str, ir: Any) -> list[LayerProgram]:
 class LayerwisePipeline(Pipeline):
     """The push-memory pipeline, run once per layer program when the workload is a model."""
 
-    def run(self, ctx: Context, upto: str | None = None) -> MapResult:
+    def run(self, ctx: Context, upto: str | None = None) -> PipelineResult:
         if not is_model(ctx.workload.ir):
             return super().run(ctx, upto)
         from solvermap.ir.workloads import Workload
@@ -231,4 +231,4 @@ class LayerwisePipeline(Pipeline):
         if upto is None:
             validation.update({"cycles": totals["cycles"], "energy_j": totals["energy_j"], "bit_exact": exact,
                                "tiles_used": max((r.get("tiles_used") or 0) for r in rows)})
-        return MapResult(ctx.records, validation if upto is None else (ctx.records[-1].validation if ctx.records else {}))
+        return PipelineResult(ctx.records, validation if upto is None else (ctx.records[-1].validation if ctx.records else {}))
