@@ -39,3 +39,8 @@ class StrictError(SolvermapError):
     """``--strict``: a decision fell back to a baseline (its solver answer failed the check); exit status 3."""
 
     exit_code = 3
+
+
+class LimitError(SolvermapError):
+    """An input, or a structure a pipeline would build, over a size cap (``solvermap.limits``); the message
+    names the parameter, the estimate and the cap."""
