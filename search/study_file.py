@@ -68,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
+from solvermap.inputs import load_yaml
 
 AGGREGATES = ("geomean", "mean", "sum", "max", "min")
 SAMPLERS = ("nsga2", "nsga3", "tpe", "random", "grid", "gp", "qmc")
@@ -392,15 +393,7 @@ def parse_study(data: Any, source: str) -> StudyFile:
 def load_study(path: str | Path) -> StudyFile:
     """Read and validate a study file; a relative target YAML path resolves against the file's folder."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), "", "no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    study = parse_study(data, str(path))
+    study = parse_study(load_yaml(path), str(path))
     target = study.target.name
     if target.endswith((".yaml", ".yml")) and not Path(target).is_absolute():
         local = path.parent / target

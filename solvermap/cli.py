@@ -67,17 +67,13 @@ def _defaults(workload: str | None, target: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if target is None:
         out["target"] = {"name": "plasticine"}
-    if workload is None:
-        try:
-            from solvermap.hardware.targets import load_target
-            from solvermap.mappers import pipeline_for
+    if workload is None:  # a target that does not load is reported as such, not as a missing workload
+        from solvermap.hardware.targets import load_target
+        from solvermap.mappers import pipeline_for
 
-            spec = load_target(target or "plasticine")
-            default = pipeline_for(spec.family).default_workload
-            if default:
-                out["workload"] = {"name": default}
-        except SolvermapError:
-            pass
+        default = pipeline_for(load_target(target or "plasticine").family).default_workload
+        if default:
+            out["workload"] = {"name": default}
     return out
 
 
@@ -103,9 +99,14 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
 
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
              strict: bool = False, write_model: str | None = None):
+    from solvermap.inputs import output_dir, output_file
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import LOG, RunDirectory, console_logging
 
+    if out is not None:
+        output_dir(out, "--out")
+    if write_model is not None:
+        output_file(write_model, "--write-model")
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
     if write_model is not None:
         pipeline, capture = _capturing_focus(pipeline, upto, write_model)

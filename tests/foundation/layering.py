@@ -9,7 +9,7 @@ layer           modules                                                     may 
 ==============  ==========================================================  ===========================================
 ``root``        ``solvermap`` (package), ``solvermap.errors``,              ``root``
                 ``solvermap.results``, ``solvermap.codec``,
-                ``solvermap.limits``
+                ``solvermap.limits``, ``solvermap.inputs``
 ``ir``          ``solvermap.ir.*``                                          ``root``, ``ir``
 ``facade``      ``solvermap.formulations`` (package),                       ``root``, ``facade``
                 ``solvermap.formulations.solver[.*]``,
@@ -77,6 +77,7 @@ ROOT_LAYERS = {
     "solvermap.results": "root",
     "solvermap.codec": "root",
     "solvermap.limits": "root",
+    "solvermap.inputs": "root",
     "solvermap.config": "run",
     "solvermap.runs": "run",
     "solvermap.cli": "cli",
