@@ -67,19 +67,19 @@ class SolverConfig(BaseModel):
     backend: str = Field("cpsat", description="MILP / CP-SAT backend: " + " | ".join(MILP_BACKENDS))
     convex_backend: str = Field("clarabel", description="cvxpy backend: " + " | ".join(CONVEX_BACKENDS))
     time_limit_s: float | None = Field(
-        30.0, gt=0,
+        30.0, gt=0, allow_inf_nan=False,
         description="budget per solve in seconds; None = no limit. With deterministic=True (default) it is spent "
         "as deterministic work (see work_limit) and the wall clock only backs it up at "
         f"{WALL_BACKSTOP:g} x time_limit_s + {WALL_BACKSTOP_FLOOR_S:g} s; with deterministic=False it is a plain wall-clock limit")
     work_limit: float | None = Field(
-        None, gt=0,
+        None, gt=0, allow_inf_nan=False,
         description="explicit deterministic work budget per solve, so that the answer does not depend on machine "
         "load: CP-SAT deterministic seconds (max_deterministic_time); HiGHS and SCIP branch-and-bound nodes = "
         "1000 x work_limit (also pyomo-highs/cbc/gurobi/cplex/xpress). Defaults to time_limit_s when deterministic. "
         "CBC, pyomo-glpk and convex backends ignore it.")
     deterministic: bool = Field(True, description="spend time_limit_s as deterministic work (same config, same answer)")
     threads: int = Field(1, ge=1)
-    rel_gap: float = Field(0.0, ge=0.0, description="relative optimality gap at which a solve may stop")
+    rel_gap: float = Field(0.0, ge=0.0, allow_inf_nan=False, description="relative optimality gap at which a solve may stop")
     seed: int = Field(0, ge=0)
     log: bool = False
 

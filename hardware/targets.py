@@ -12,6 +12,7 @@ Every error is one line naming the file, the field and the reason.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,9 +108,22 @@ def validate_spec(data: Mapping[str, Any], source: str) -> TargetSpec:
         raise InputError(source, "family", "missing required field")
     cls = spec_class(str(data["family"]), source)
     try:
-        return cls.model_validate(dict(data))
+        spec = cls.model_validate(dict(data))
     except ValidationError as exc:
         raise InputError(source, *_first_error(exc)) from None
+    _finite_numbers(spec.model_dump(), source)
+    return spec
+
+
+def _finite_numbers(data: Any, source: str, prefix: str = "") -> None:
+    """Every number of a validated spec is finite: ``.inf`` (or the text ``1e400``, which pydantic reads as
+    a float) would pass ``ge=0`` and reach the models."""
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, (list, tuple)) else ()
+    for key, value in items:
+        field = f"{prefix}{key}" if isinstance(data, Mapping) else f"{prefix.rstrip('.')}[{key}]"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(source, field, f"{value} is not a finite number")
+        _finite_numbers(value, source, field + ".")
 
 
 def _first_error(exc: ValidationError) -> tuple[str, str]:

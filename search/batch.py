@@ -268,7 +268,6 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
            sbatch: list[str] | None = None, setup: list[str] | None = None,
            allow_imports: bool = False) -> tuple[Any, Any, list[Any]]:
     """Prepare the study and submit the workers; returns (study dir, study handle, jobs)."""
-    from solvermap.search.evaluate import Evaluator
     from solvermap.search.explore import prepare_dir
     from solvermap.search.worker import open_study
 
@@ -280,7 +279,6 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
     workers = workers or spec.slurm.workers or 2
     options = SlurmOptions.resolve(spec.slurm, partition=partition, time_min=time_min, mem_gb=mem_gb, cpus=cpus,
                                    sbatch=sbatch, setup=setup)
-    Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers, on a bad study
     handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials

@@ -13,7 +13,8 @@ For each workload of the study a trial
 
 Per-workload metrics combine into the trial's metrics with each objective's ``aggregate``. A trial is
 *infeasible* when a decision is infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
-fails its check, the spec rejects the sampled values, or a cap is exceeded; it then carries positive
+fails its check, the spec rejects the sampled values, a build would pass the memory cap
+(:mod:`solvermap.limits`, the study's ``limits.memory_gb``), or a cap is exceeded; it then carries positive
 constraint values (``trial.set_constraint``) and the worst objective values (±inf), and the study goes on.
 A metric an objective names but the pipeline does not report is a study error that stops the study.
 
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError
+from solvermap.errors import ConfigError, InfeasibleError, InputError, LimitError, SolvermapError
+from solvermap.limits import memory_cap
 from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
@@ -189,7 +191,7 @@ class Evaluator:
         names = [(name, f"space.{name}") for name in self.study.space]
         values: dict[str, list[Any]] = {}  # values the search may give a name
         for name, param in self.study.space.items():
-            values.setdefault(name, []).extend(getattr(param, "choices", None) or [param.low, param.high])
+            values.setdefault(name, []).extend(checked_values(name, param))
             for choice, settings in getattr(param, "sets", {}).items():
                 names += [(key, f"space.{name}.sets.{choice}.{key}") for key in settings]
                 for key, value in settings.items():
@@ -227,6 +229,45 @@ class Evaluator:
                         raise InputError(self.source, where, str(exc)) from None
             if root == "solver" and rest not in SolverConfig.model_fields:
                 raise InputError(self.source, where, f"unknown solver setting; known: {', '.join(SolverConfig.model_fields)}")
+        for name, param in self.study.space.items():
+            for value in checked_values(name, param):
+                self._check_value(name, param, value)
+
+    def _check_value(self, name: str, param: Any, value: Any) -> None:
+        """One value of a space parameter, with the settings its ``when`` conditions need (their first allowed
+        value) and its ``sets``, against the target spec, the workloads' parameter ranges and the solver
+        settings; the other parameters stay at the study's fixed values. One line naming parameter and value."""
+        from pydantic import ValidationError
+
+        from solvermap.formulations.solver import SolverConfig
+        from solvermap.hardware.targets import set_dotted, validate_spec
+        from solvermap.ir.workloads import info as workload_info
+        from solvermap.search.study_file import CategoricalParam
+
+        chosen: dict[str, Any] = {}
+        for other, wanted in param.when.items():
+            chosen[other] = (wanted if isinstance(wanted, list) else [wanted])[0]
+        chosen[name] = value
+        config = {k: v for k, v in chosen.items()}
+        parts = split(self.study, config, self.study.workloads[0].name, {})
+        where, shown = f"space.{name}", repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        try:
+            spec = self.base_spec.model_dump()
+            for dotted, setting in parts["target"].items():
+                set_dotted(spec, dotted, setting, self.source)
+            validate_spec(spec, self.source)
+            for ref in self.study.workloads:
+                params = split(self.study, config, ref.name, self.workload_params[ref.name])["workload"]
+                workload_info(ref.name, self.family).checked({**ref.params, **params})
+            if parts["solver"]:
+                try:
+                    SolverConfig.model_validate({**self.study.solver.model_dump(), **parts["solver"]})
+                except ValidationError as exc:
+                    raise InputError("", "", exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+        except InputError as exc:
+            at = f" ({exc.field})" if exc.field and exc.field != name.split(".", 1)[-1] else ""
+            kind = "choice" if isinstance(param, CategoricalParam) else "value"
+            raise InputError(self.source, where, f"{kind} {shown} is not valid{at}: {exc.problem}") from None
 
     # -----------------------------------------------------------------------------------------
     def evaluate(self, config: Mapping[str, Any], number: int | None = None) -> TrialResult:
@@ -245,11 +286,11 @@ class Evaluator:
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
         reason = ""
-        with trial_dir.logging() if trial_dir is not None else nullcontext():
+        with trial_dir.logging() if trial_dir is not None else nullcontext(), memory_cap(self.study.limits.memory_gb):
             for ref in self.study.workloads:
                 try:
                     per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-                except (InfeasibleError, InputError, ConfigError) as exc:
+                except (InfeasibleError, InputError, ConfigError, LimitError) as exc:
                     reason = f"{ref.name}: {exc}"
                     break
         cache = {}
@@ -361,6 +402,24 @@ class Evaluator:
         if math.isnan(value):
             raise StudyError(f"{self.source}: {role} metric {metric!r} is NaN for this trial")
         return value
+
+
+MAX_CHECKED = 1000  # values per parameter checked one by one; a wider int range is checked at its ends
+
+
+def checked_values(name: str, param: Any) -> list[Any]:
+    """The values of a space parameter the load-time check tries: every value of a finite parameter of at
+    most :data:`MAX_CHECKED` values, else the ends of its range."""
+    from solvermap.search.space import values_of
+    from solvermap.search.study_file import CategoricalParam, IntParam
+
+    if isinstance(param, CategoricalParam):
+        return list(param.choices)
+    count = ((param.high - param.low) // param.step + 1 if isinstance(param, IntParam)
+             else (param.high - param.low) / param.step + 1 if param.step else math.inf)
+    if count <= MAX_CHECKED:
+        return values_of(name, param)
+    return [param.low, param.high]
 
 
 def _cap_violation(cap: Cap, value: float) -> float:

@@ -43,6 +43,7 @@ directions, optional caps, the sampler, a seed and a budget::
       cpus_per_task: 1
       sbatch: {account: mylab, qos: normal, constraint: avx2}     # more #SBATCH options (allow-listed)
     cache: {enabled: true, neighbours: 3}
+    limits: {memory_gb: 8}             # memory cap of each trial's size estimates (default: half of memory)
     imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
                                        # trusted code, imported only with --allow-imports
 
@@ -66,6 +67,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from solvermap.config import Limits
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
 from solvermap.inputs import load_yaml
@@ -284,6 +286,7 @@ class StudyFile(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    limits: Limits = Field(default_factory=Limits)
     imports: list[str] = Field(default_factory=list)
 
     @field_validator("target", mode="before")
@@ -404,7 +407,7 @@ def load_study(path: str | Path) -> StudyFile:
 
 def study_digest(study: StudyFile) -> str:
     """Content hash of everything that defines the trials (used to refuse resuming a different study)."""
-    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description"})
+    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description", "limits"})
     text = yaml.safe_dump(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

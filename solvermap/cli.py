@@ -53,8 +53,11 @@ def _prepare(config_file, workload, target, solver, time_limit, sets):
     from solvermap.ir.workloads import build as build_workload
     from solvermap.mappers import pipeline_for
 
+    from solvermap.limits import use_memory_cap
+
     config = build_config(config_file=config_file, workload=workload, target=target, solver=solver,
                           time_limit=time_limit, sets=sets or [], defaults=_defaults(workload, target))
+    use_memory_cap(config.limits.memory_gb)
     spec = load_target(config.target.name, config.target.overrides)
     pipeline = pipeline_for(spec.family)
     pipeline.check_options(config.decisions)  # every decisions.<step>.<key>, before anything is written or solved
@@ -108,6 +111,7 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     if write_model is not None:
         output_file(write_model, "--write-model")
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
+    pipeline.check_size(spec, built, upto)  # memory the steps will need (solvermap.limits), before the run directory
     if write_model is not None:
         pipeline, capture = _capturing_focus(pipeline, upto, write_model)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
@@ -266,19 +270,21 @@ def solve_command(
 
 @app.command("workloads")
 def workloads_command(as_json: JsonOpt = False) -> None:
-    """List built-in workloads (name, target family, parameters, description)."""
+    """List built-in workloads (name, target family, parameters with their ranges, description)."""
     from solvermap.ir.workloads import all_workloads
 
     items = all_workloads()
     if as_json:
         sys.stdout.write(json.dumps([{"name": w.name, "family": w.family, "params": dict(w.params),
+                                      "ranges": {k: {"range": s.describe(), "doc": s.doc} for k, s in w.specs.items()},
                                       "description": w.description} for w in items], indent=2) + "\n")
         return
     table = Table(title="workloads", header_style="bold")
     for col in ("name", "family", "params", "description"):
         table.add_column(col)
     for w in items:
-        table.add_row(w.name, w.family, ", ".join(f"{k}={v}" for k, v in w.params.items()), w.description)
+        table.add_row(w.name, w.family, ", ".join(f"{k}={v} ({w.specs[k].span()})" for k, v in w.params.items()),
+                      w.description)
     out_console.print(table)
 
 
@@ -327,9 +333,12 @@ def decisions_command(as_json: JsonOpt = False) -> None:
 
 
 def _register_extensions() -> None:
-    """Commands contributed by subpackages (e.g. ``explore``/``batch`` from ``solvermap.search.cli``)."""
+    """Commands contributed by subpackages (e.g. ``explore``/``batch`` from ``solvermap.search.cli``), once per
+    process: a second registration would add the commands again to every later ``main()`` in this process."""
     import importlib
 
+    if any(c.name == "explore" for c in app.registered_commands):
+        return
     for module in ("solvermap.search.cli",):
         try:
             mod = importlib.import_module(module)

@@ -9,8 +9,8 @@ naming the parameter, the estimate and the cap, instead of swapping or being kil
 
 The cap, first that applies:
 
-1. :func:`memory_cap` — a ``with`` block the CLI opens from the run config's ``limits.memory_gb``
-   (``--set limits.memory_gb=4``) or a study file's ``limits: {memory_gb: 4}``;
+1. the run config's ``limits.memory_gb`` (``--set limits.memory_gb=4``; the CLI calls :func:`use_memory_cap`)
+   or a study file's ``limits: {memory_gb: 4}`` (each trial runs inside :func:`memory_cap`);
 2. the environment variable ``SOLVERMAP_MEMORY_GB`` (e.g. for batch workers);
 3. :data:`DEFAULT_FRACTION` (one half) of the memory this process may use: physical memory, or less when a
    cgroup limit (``memory.max``) or ``RLIMIT_AS`` says so. Half, because an estimate counts the largest
@@ -85,6 +85,12 @@ def memory_cap(gb: float | None) -> Iterator[None]:
         yield
     finally:
         _CAP.reset(token)
+
+
+def use_memory_cap(gb: float | None) -> None:
+    """The cap is ``gb`` gigabytes (``None``: the environment's or the default) for the rest of this context:
+    the CLI calls it once per command, from the run config's ``limits.memory_gb``."""
+    _CAP.set(None if gb is None else gb * GB)
 
 
 def format_bytes(n: float) -> str:

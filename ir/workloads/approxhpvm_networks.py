@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from functools import lru_cache
 
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, register, seed_param
 from solvermap.ir.workloads.approxhpvm_tensor_ops import LayerSpec, TensorNetwork, build_network, digits, train
 
 _ARCH = {
@@ -63,7 +63,9 @@ def trained_network(name: str, seed: int = 0, epochs: int = 0) -> TensorNetwork:
 
 
 def _register(name: str, description: str) -> None:
-    @register(name, "approxhpvm", description, params={"seed": 0, "epochs": 0})
+    @register(name, "approxhpvm", description, params={
+        "seed": seed_param("seed of the weight initialisation and the training order"),
+        "epochs": Param(0, "training epochs; 0 = the network's own default", 0, 1000)})
     def builder(seed: int = 0, epochs: int = 0) -> TensorNetwork:
         return trained_network(name, int(seed), int(epochs))
 

@@ -30,7 +30,7 @@ from solvermap.hardware.plasticine import cost
 from solvermap.mappers.decisions import MERGE, PARTITION
 from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
 from solvermap.mappers.plasticine import decomposition, lowering, simulation, traversal
-from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
+from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end, size_estimate
 from solvermap.results import DecisionRecord
 
 
@@ -159,4 +159,5 @@ PIPELINE = Pipeline(
     ),
     validate=validate,
     default_workload="dotproduct",
+    estimate=size_estimate,
 )

@@ -60,7 +60,20 @@ def _spec(ctx: Context):
 def _convert(ctx: Context) -> None:
     from solvermap.mappers.puma.frontend import lower
 
-    ctx.state["network.original"] = lower(ctx.workload.ir)
+    network = lower(ctx.workload.ir)
+    check_blocks(network, _spec(ctx), ctx.workload.name)
+    ctx.state["network.original"] = network
+
+
+def check_blocks(network, spec, source: str) -> None:
+    """Refuse a network whose crossbar blocks pass the memory cap before any later step tiles them: the
+    partitioning and the functional simulation hold each block's cells (at least one int64 per cell)."""
+    from solvermap.hardware.puma.network import matrix_shapes
+    from solvermap.limits import check_estimate
+
+    rows, cols = spec.crossbar.rows, spec.crossbar.cols
+    blocks = sum(math.ceil(o / cols) * math.ceil(i / rows) for layer in network.mvm_layers() for o, i in matrix_shapes(layer))
+    check_estimate(f"{blocks:,} crossbar blocks of {rows}x{cols} cells", 8.0 * blocks * rows * cols, source)
 
 
 def _calibration(ctx: Context, network, samples: int) -> np.ndarray:
