@@ -59,11 +59,12 @@ def _read_record(path: Path) -> dict[str, Any]:
 def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str,
                 allow_imports: bool = False) -> StudyDir:
     """Create the study directory, or reopen it to resume (module docstring). The study (its names, every
-    value its space can take, ``imports:`` only with ``allow_imports``), ``out`` and ``storage`` are checked
-    before anything is written."""
+    value its space can take, its sampler options, ``imports:`` only with ``allow_imports``), ``out`` and
+    ``storage`` are checked before anything is written."""
     from solvermap.inputs import output_dir
     from solvermap.runs import RunDirectory
     from solvermap.search.evaluate import Evaluator
+    from solvermap.search.samplers import make_sampler
     from solvermap.search.storage import default_url, open_storage
     from solvermap.search.study_file import check_imports
 
@@ -72,6 +73,7 @@ def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | N
     if out is not None:
         output_dir(out, "--out")
     Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # every check of the study
+    make_sampler(spec, source=str(study_path))  # sampler options are checked by building the sampler
     if storage is not None:
         open_storage(storage, spec.storage)  # a storage that does not open fails before anything is written
     digest = study_digest(spec)

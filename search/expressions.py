@@ -13,7 +13,7 @@ and ``a if c else b``, and the functions ``min max abs log log2 sqrt exp ceil fl
 is rejected when the study is loaded.
 
 Cost is bounded before anything is evaluated: an expression has at most :data:`MAX_CHARS` characters
-and nests at most :data:`MAX_DEPTH` operations deep, and an exponent is a number constant of magnitude
+and nests at most :data:`MAX_DEPTH` operations or brackets deep, and an exponent is a number constant of magnitude
 at most :data:`MAX_EXPONENT` (``x ** 2``, ``x ** -0.5``; not ``9 ** 9 ** 9 ** 9``, whose integer value
 would take longer to compute than any trial). Evaluation is in floating point, and a result that is not
 finite (an overflow) is an error naming the expression rather than a silent ``inf``.
@@ -60,6 +60,8 @@ def parse(text: str) -> ast.Expression:
     text = str(text)
     if len(text) > MAX_CHARS:
         raise ExpressionError(f"{len(text):,} characters: over the limit of {MAX_CHARS}")
+    if _bracket_depth(text) > MAX_DEPTH:
+        raise ExpressionError(f"brackets nested more than {MAX_DEPTH} deep: over the limit")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
@@ -89,6 +91,18 @@ def parse(text: str) -> ast.Expression:
             continue
         raise ExpressionError(f"{type(node).__name__} is not allowed in a metric expression")
     return tree
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest nesting of brackets in the text (the parse tree drops redundant parentheses)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _depth(tree: ast.AST) -> int:
