@@ -10,11 +10,16 @@
    searches (the capped slot models, or the delay relaxation with the layered column model and the
    neighbourhood search), one thread, the default wall-clock backstop — for the apps given by ``--apps``
    (default blackscholes: at the default factor the only app whose SCIP solve reaches phase B).
+4. ``agreement`` (not in ``all``): CP-SAT and SCIP on the apps whose proofs take too long for the test
+   suite (default blackscholes, kmeans and lattice; the apps that solve in seconds are checked in
+   ``tests/plasticine/test_app_backends.py``): both from the best heuristic's warm start, the default partition strategy,
+   one thread, the deterministic budget ``--time-limit`` (30 by default); the CSV says whether both are
+   proven optimal with the same objective.
 
-    nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure|backends]
+    nice .venv/bin/python bench/sara_partition_bench.py [--time-limit 60] [--part optimum|scaling|all|figure|backends|agreement]
         [--apps a,b] [--sizes 50,100] [--update]   # --update: replace only the re-run rows
 
-Writes ``bench_optimum.csv``, ``bench_scaling.csv``, ``bench_backends.csv`` and ``bench.png`` under
+Writes ``bench_optimum.csv``, ``bench_scaling.csv``, ``bench_backends.csv``, ``bench_agreement.csv`` and ``bench.png`` under
 ``studies/sara_partition/results/``. Wall-clock times on a shared 2-core machine are noisy; every solve has
 a time limit and an unfinished one is reported with its status, bound and gap.
 """
@@ -104,6 +109,31 @@ def backends(time_limit: float, apps: list[str]) -> pd.DataFrame:
                 rows.append(row)
                 print({k: row[k] for k in ("app", "backend", "retiming_search", "status", "objective", "bound",
                                            "wall_seconds")}, flush=True)
+    return pd.DataFrame(rows)
+
+
+AGREEMENT_APPS = ("blackscholes", "kmeans", "lattice")  # CP-SAT vs SCIP agreement that takes too long for the suite
+
+
+def agreement(time_limit: float, apps: list[str]) -> pd.DataFrame:
+    """CP-SAT and SCIP on each app from the same warm start; ``agree``: both optimal, same objective."""
+    rows = []
+    for app in apps:
+        problem = app_problem(app)
+        name, value, hint = best_heuristic(problem)
+        pair = []
+        for backend in ("cpsat", "scip"):
+            start = time.perf_counter()
+            solved = model.solve(problem, SolverConfig(backend=backend, threads=1, time_limit_s=time_limit), hint)
+            r = solved.result
+            pair.append({"app": app, "backend": backend, "heuristic": name, "heuristic_objective": value,
+                         "status": str(r.status), "objective": r.objective, "bound": r.bound, "work": r.work,
+                         "backstop_fired": r.backstop_fired, "solve_seconds": r.solve_seconds,
+                         "wall_seconds": time.perf_counter() - start,
+                         "check_ok": solved.decision is not None and check(problem, solved.decision).ok})
+            print({k: pair[-1][k] for k in ("app", "backend", "status", "objective", "bound", "wall_seconds")}, flush=True)
+        agree = all(p["status"] == "optimal" for p in pair) and pair[0]["objective"] == pair[1]["objective"]
+        rows += [{**p, "agree": agree} for p in pair]
     return pd.DataFrame(rows)
 
 
@@ -234,17 +264,20 @@ def _merge(path: Path, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--part", choices=("optimum", "scaling", "all", "figure", "backends"), default="all",
+    parser.add_argument("--time-limit", type=float, default=None, help="work budget per solve (default 60; agreement 30)")
+    parser.add_argument("--part", choices=("optimum", "scaling", "all", "figure", "backends", "agreement"), default="all",
                         help="figure: redraw bench.png from the CSVs in --out")
-    parser.add_argument("--apps", default=None, help="default: all 13 apps (backends: blackscholes)")
+    parser.add_argument("--apps", default=None, help="default: all 13 apps (backends: blackscholes; agreement: "
+                        "blackscholes,kmeans,lattice)")
     parser.add_argument("--sizes", default="50,100,200,500,1000,2000,5000")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--update", action="store_true",
                         help="replace only the re-run rows (apps, or family × size) in --out's CSVs, keep the others")
     args = parser.parse_args()
+    if args.time_limit is None:
+        args.time_limit = 30.0 if args.part == "agreement" else 60.0
     if args.apps is None:
-        args.apps = "blackscholes" if args.part == "backends" else ",".join(APPS)
+        args.apps = {"backends": "blackscholes", "agreement": ",".join(AGREEMENT_APPS)}.get(args.part, ",".join(APPS))
     unknown = [a for a in args.apps.split(",") if a not in APPS]
     if unknown:
         print(f"{Path(__file__).name}: --apps: unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}",
@@ -252,6 +285,12 @@ def main() -> None:
         sys.exit(2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.part == "agreement":
+        table = agreement(args.time_limit, args.apps.split(","))
+        if args.update:
+            table = _merge(out / "bench_agreement.csv", table, ["app", "backend"])
+        table.to_csv(out / "bench_agreement.csv", index=False)
+        return
     if args.part == "backends":
         table = backends(args.time_limit, args.apps.split(","))
         if args.update:

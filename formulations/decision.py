@@ -121,7 +121,7 @@ def rescaled(result: SolveResult, scale: float) -> SolveResult:
 
 
 def combine(results: list[SolveResult], final: SolveResult | None = None) -> SolveResult:
-    """One record for a sequence of solves: times summed, status/objective/bound from ``final``."""
+    """One record for a sequence of solves: times and work summed, status/objective/bound from ``final``."""
     last = final or results[-1]
     return SolveResult(
         status=last.status,
@@ -134,4 +134,6 @@ def combine(results: list[SolveResult], final: SolveResult | None = None) -> Sol
         solver_version=last.solver_version,
         limit_reached=any(r.limit_reached for r in results),
         message=last.message,
+        work=sum(r.work for r in results),
+        backstop_fired=any(r.backstop_fired for r in results + [last]),
     )

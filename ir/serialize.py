@@ -1,38 +1,97 @@
-"""Graph IO: versioned JSON round trip, DOT and GraphML import.
+"""Graph IO: the versioned JSON format (read and written), and ``load`` for every graph file format.
 
-JSON format (``format: solvermap.graph``, ``version: 1``)::
+JSON (``format: solvermap.graph``, ``version: 1``) is the IR's own format: :func:`to_json` writes every
+attribute and :func:`from_json` reads it back exactly. The reader validates the whole object with the
+pydantic models below before building anything, so a wrong type anywhere (``"binds": 5``, a string for
+``width_bits``), an unknown or missing field, a number out of range (``init_tokens`` above 2^31, an
+infinite activation) or nesting deeper than :data:`~solvermap.ir.dfg_files.MAX_NESTING` levels is one
+:class:`~solvermap.errors.InputError` naming the file and the JSON path. The fields and what a graph
+needs are documented for users in README "Dataflow graph files".
 
-    {"format": "solvermap.graph", "version": 1, "name": ..., "attrs": {...},
-     "nodes": [{"name", "kind", "op", "resources", "shape", "dtype", "accuracy", "replication",
-                "child": <graph object or null>, "attrs"}],
-     "edges": [{"src", "dst", "kind", "width_bits", "activation", "src_port", "dst_port",
-                "loop_carried", "init_tokens", "pattern", "shape", "dtype", "attrs"}],
-     "binds": [{"direction", "port", "node", "node_port"}]}
-
-Only ``name``/``kind`` (nodes) and ``src``/``dst`` (edges) are required; other fields take the
-defaults of :mod:`solvermap.ir.graph`. DOT and GraphML carry flat attributes: ``kind``, ``op``,
-``dtype``, ``resource.<name>`` (or ``res_<name>``) for the resource vector, ``shape`` as
-``"2x3x4"``; edge attributes ``kind``, ``width_bits``, ``activation``, ``src_port``, ``dst_port``,
-``loop_carried`` (``true``/``1``), ``init_tokens``. A node without ``kind`` is an ``op`` node; an edge
-without ``kind`` is a ``tensor`` edge.
+:func:`load` picks the reader by extension: JSON here, DOT (:mod:`.dfg_dot`), GraphML
+(:mod:`.dfg_graphml`), the XML DFG dialect of CGRA mappers (:mod:`.dfg_xml`, also when the file is
+named ``.graphml``) and ONNX (:mod:`.onnx_import`). Every text format is read through
+:func:`~solvermap.ir.dfg_files.read_text` (size limit, directories, binary and non-UTF-8 files refused).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solvermap.errors import InputError
+from solvermap.ir import dfg_dot, dfg_graphml, dfg_xml
+from solvermap.ir.dfg_files import MAX_NESTING, nesting_depth, read_text
+from solvermap.ir.dfg_flat import BackEdgeRule, to_ir
 from solvermap.ir.graph import Accuracy, Bind, DataflowGraph
 
 FORMAT = "solvermap.graph"
 VERSION = 1
-_NODE_KEYS = {"name", "kind", "op", "resources", "shape", "dtype", "accuracy", "replication", "child", "attrs"}
-_EDGE_KEYS = {"src", "dst", "kind", "width_bits", "activation", "src_port", "dst_port", "loop_carried",
-              "init_tokens", "pattern", "shape", "dtype", "attrs"}
+
+_Name = Annotated[str, Field(min_length=1, max_length=10_000)]
+_Size = Annotated[float, Field(ge=0, le=1e18)]
+_Dim = Annotated[int, Field(ge=0, le=2**40)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class AccuracyJSON(_Model):
+    l1_budget: float | None = Field(None, ge=0)
+    l2_budget: float | None = Field(None, ge=0)
+
+
+class NodeJSON(_Model):
+    name: _Name
+    kind: str
+    op: str = ""
+    resources: dict[str, _Size] | None = None
+    shape: list[_Dim] | None = None
+    dtype: str | None = None
+    accuracy: AccuracyJSON | None = None
+    replication: list[Annotated[int, Field(ge=1, le=2**31)]] | None = Field(None, max_length=3)
+    child: GraphJSON | None = None
+    attrs: dict[str, Any] | None = None
+
+
+class EdgeJSON(_Model):
+    src: _Name
+    dst: _Name
+    kind: str = "tensor"
+    width_bits: int = Field(32, ge=1, le=2**32)
+    activation: float = Field(1.0, ge=0.0, le=1.0)
+    src_port: str = "out"
+    dst_port: str = "in"
+    loop_carried: bool = False
+    init_tokens: int = Field(0, ge=0, le=2**31)
+    pattern: str = "one_to_one"
+    shape: list[_Dim] | None = None
+    dtype: str | None = None
+    attrs: dict[str, Any] | None = None
+
+
+class BindJSON(_Model):
+    direction: Literal["in", "out"]
+    port: str
+    node: _Name
+    node_port: str = "in"
+
+
+class GraphJSON(_Model):
+    format: Literal["solvermap.graph"]
+    version: Literal[1]
+    name: str = "graph"
+    attrs: dict[str, Any] | None = None
+    nodes: list[NodeJSON] = []
+    edges: list[EdgeJSON] = []
+    binds: list[BindJSON] = []
+
+
+NodeJSON.model_rebuild()
 
 
 def to_json(graph: DataflowGraph) -> dict[str, Any]:
@@ -78,123 +137,88 @@ def from_json(data: Any, source: str = "<json>", path: str = "") -> DataflowGrap
     if not isinstance(data, dict):
         raise InputError(source, path or "(top)", "expected a JSON object")
     if data.get("format") != FORMAT:
-        raise InputError(source, _join(path, "format"), f"expected {FORMAT!r}, got {data.get('format')!r}")
+        raise InputError(source, _join(path, "format"), f"expected {FORMAT!r}, got {_short(data.get('format'))}")
     if data.get("version") != VERSION:
-        raise InputError(source, _join(path, "version"), f"unsupported version {data.get('version')!r} (this build reads {VERSION})")
-    graph = DataflowGraph(str(data.get("name", "graph")), data.get("attrs") or {}, source=source)
-    for i, node in enumerate(_list(data, "nodes", source, path)):
+        raise InputError(source, _join(path, "version"),
+                         f"unsupported version {_short(data.get('version'))} (this build reads {VERSION})")
+    try:
+        parsed = GraphJSON.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(exc, source, path) from None
+    return _build(parsed, source, path)
+
+
+def _build(data: GraphJSON, source: str, path: str) -> DataflowGraph:
+    if not data.nodes and not path:
+        raise InputError(source, "nodes", "the graph has no nodes")
+    graph = DataflowGraph(data.name, data.attrs or {}, source=source)
+    for i, node in enumerate(data.nodes):
         where = _join(path, f"nodes[{i}]")
-        _require(node, ("name", "kind"), _NODE_KEYS, source, where)
-        child = None
-        if node.get("child") is not None:
-            child = from_json(node["child"], source, _join(where, "child"))
-        acc = node.get("accuracy")
-        accuracy = Accuracy(acc.get("l1_budget"), acc.get("l2_budget")) if isinstance(acc, dict) else None
+        child = _build(node.child, source, _join(where, "child")) if node.child is not None else None
+        accuracy = Accuracy(node.accuracy.l1_budget, node.accuracy.l2_budget) if node.accuracy else None
         _guard(source, where, lambda: graph.add_node(
-            node["name"], node["kind"], op=node.get("op", ""), resources=node.get("resources") or {},
-            shape=node.get("shape"), dtype=node.get("dtype"), accuracy=accuracy,
-            replication=node.get("replication") or (), child=child, attrs=node.get("attrs") or {}))
-    for i, edge in enumerate(_list(data, "edges", source, path)):
-        where = _join(path, f"edges[{i}]")
-        _require(edge, ("src", "dst"), _EDGE_KEYS, source, where)
-        kwargs = {k: v for k, v in edge.items() if k not in ("src", "dst") and v is not None}
-        kind = kwargs.pop("kind", "tensor")
-        _guard(source, where, lambda: graph.add_edge(edge["src"], edge["dst"], kind, **kwargs))
-    for i, b in enumerate(data.get("binds") or []):
-        where = _join(path, f"binds[{i}]")
-        _require(b, ("direction", "port", "node"), {"direction", "port", "node", "node_port"}, source, where)
-        graph.binds.append(Bind(b["direction"], b["port"], b["node"], b.get("node_port", "in")))
+            node.name, node.kind, op=node.op, resources=node.resources or {}, shape=node.shape, dtype=node.dtype,
+            accuracy=accuracy, replication=node.replication or (), child=child, attrs=node.attrs or {}))
+    for i, edge in enumerate(data.edges):
+        kwargs = edge.model_dump(exclude={"src", "dst", "kind"}, exclude_none=True)
+        _guard(source, _join(path, f"edges[{i}]"), lambda: graph.add_edge(edge.src, edge.dst, edge.kind, **kwargs))
+    for b in data.binds:
+        graph.binds.append(Bind(b.direction, b.port, b.node, b.node_port))
     return graph.validate()
 
 
 def loads(text: str, source: str = "<json>") -> DataflowGraph:
+    if not text.strip():
+        raise InputError(source, "", "empty file: no JSON graph")
+    if nesting_depth(text) > MAX_NESTING:
+        raise InputError(source, "", f"JSON nested deeper than {MAX_NESTING} levels")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of more than 4300 digits
+        raise InputError(source, "", f"invalid JSON: {' '.join(str(exc).split())[:200]}") from None
     return from_json(data, source)
 
 
-def load(path: str | Path) -> DataflowGraph:
-    """Load a graph file by extension: ``.json``, ``.dot``/``.gv``, ``.graphml``, ``.onnx``."""
+def load(path: str | Path, back_edge: BackEdgeRule | str | None = None) -> DataflowGraph:
+    """Load a graph file by extension: ``.json``, ``.dot``/``.gv``, ``.graphml``, ``.xml`` (the XML DFG
+    dialect of :mod:`.dfg_xml`), ``.onnx``. A ``.graphml`` file that holds an XML DFG is read as one.
+    ``back_edge`` is the back-edge rule of the flat formats (:mod:`.dfg_flat`)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), "", "no such file")
     suffix = path.suffix.lower()
-    if suffix == ".json":
-        return loads(path.read_text(), str(path))
-    if suffix in (".dot", ".gv"):
-        return read_dot(path)
-    if suffix == ".graphml":
-        return read_graphml(path)
     if suffix == ".onnx":
         from solvermap.ir.onnx_import import import_onnx
 
         return import_onnx(path)
-    raise InputError(str(path), "", f"unknown graph format {suffix!r}; expected .json, .dot, .graphml or .onnx")
+    if suffix not in (".json", ".dot", ".gv", ".graphml", ".xml"):
+        if not path.exists():
+            raise InputError(str(path), "", "no such file")
+        raise InputError(str(path), "", f"unknown graph format {suffix!r}; expected .json, .dot, .graphml, .xml or .onnx")
+    text = read_text(path, f"{suffix[1:]} graph file")
+    source = str(path)
+    if suffix == ".json":
+        return loads(text, source)
+    if suffix in (".dot", ".gv"):
+        return to_ir(dfg_dot.parse(text, source), source, back_edge)
+    if suffix == ".xml" or (dfg_xml.looks_like(text) and "<graphml" not in text):
+        return to_ir(dfg_xml.parse(text, source), source, back_edge)
+    return to_ir(dfg_graphml.parse(text, source), source, back_edge)
 
 
 def save(graph: DataflowGraph, path: str | Path) -> None:
     Path(path).write_text(dumps(graph))
 
 
-# ------------------------------------------------------------------ DOT / GraphML
+# ------------------------------------------------------------------ DOT / GraphML / XML
 
 
-def read_dot(path: str | Path) -> DataflowGraph:
-    try:
-        import pydot
-    except ImportError:  # pragma: no cover - pydot is a dependency
-        raise InputError(str(path), "", "reading DOT needs pydot") from None
-    parsed = pydot.graph_from_dot_file(str(path))
-    if not parsed:
-        raise InputError(str(path), "", "not a DOT graph")
-    return from_networkx(nx.nx_pydot.from_pydot(parsed[0]), source=str(path))
+def read_dot(path: str | Path, back_edge: BackEdgeRule | str | None = None) -> DataflowGraph:
+    return dfg_dot.read_dot(path, back_edge)
 
 
-def read_graphml(path: str | Path) -> DataflowGraph:
-    try:
-        g = nx.read_graphml(str(path), force_multigraph=True)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
-        raise InputError(str(path), "", f"invalid GraphML: {exc}") from None
-    return from_networkx(g, source=str(path))
-
-
-def from_networkx(g: nx.Graph, source: str = "<networkx>") -> DataflowGraph:
-    """Convert a graph with flat attributes (DOT/GraphML conventions above) to a validated IR graph."""
-    graph = DataflowGraph(str(g.graph.get("name") or Path(source).stem), source=source)
-    for name, attrs in g.nodes(data=True):
-        name = _unquote(str(name))
-        if name in ("node", "edge", "graph", "\\n"):  # pydot's pseudo-nodes for default attributes
-            continue
-        attrs = {_unquote(k): _unquote(v) for k, v in attrs.items()}
-        resources = {}
-        for key, value in list(attrs.items()):
-            for prefix in ("resource.", "res_"):
-                if key.startswith(prefix):
-                    resources[key[len(prefix):]] = _number(value, source, f"node '{name}'.{key}")
-        shape = _shape(attrs.get("shape"), source, f"node '{name}'.shape")
-        graph.add_node(name, attrs.get("kind", "op"), op=str(attrs.get("op", "")), resources=resources,
-                       shape=shape, dtype=attrs.get("dtype") or None,
-                       attrs={k: v for k, v in attrs.items() if k not in ("kind", "op", "shape", "dtype")
-                              and not k.startswith(("resource.", "res_"))})
-    edges = g.edges(data=True, keys=True) if g.is_multigraph() else ((u, v, 0, d) for u, v, d in g.edges(data=True))
-    for u, v, _key, attrs in edges:
-        u, v = _unquote(str(u)), _unquote(str(v))
-        attrs = {_unquote(k): _unquote(val) for k, val in attrs.items()}
-        where = f"edge '{u}'->'{v}'"
-        if u not in graph or v not in graph:
-            missing = u if u not in graph else v
-            raise InputError(source, where, f"dangling edge: no node named '{missing}'")
-        graph.add_edge(
-            u, v, attrs.get("kind", "tensor"),
-            width_bits=int(_number(attrs.get("width_bits", 32), source, f"{where}.width_bits")),
-            activation=_number(attrs.get("activation", 1.0), source, f"{where}.activation"),
-            src_port=str(attrs.get("src_port", "out")), dst_port=str(attrs.get("dst_port", "in")),
-            loop_carried=str(attrs.get("loop_carried", "false")).lower() in ("1", "true", "yes"),
-            init_tokens=int(_number(attrs.get("init_tokens", 0), source, f"{where}.init_tokens")),
-        )
-    return graph.validate()
+def read_graphml(path: str | Path, back_edge: BackEdgeRule | str | None = None) -> DataflowGraph:
+    return dfg_graphml.read_graphml(path, back_edge)
 
 
 # ------------------------------------------------------------------ helpers
@@ -204,50 +228,28 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _list(data: dict, key: str, source: str, path: str) -> list:
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        raise InputError(source, _join(path, key), "expected a list")
-    return value
-
-
-def _require(obj: Any, required: tuple[str, ...], allowed: set[str], source: str, where: str) -> None:
-    if not isinstance(obj, dict):
-        raise InputError(source, where, "expected an object")
-    for key in required:
-        if key not in obj:
-            raise InputError(source, _join(where, key), "missing required field")
-    for key in obj:
-        if key not in allowed:
-            raise InputError(source, _join(where, key), "unknown field")
-
-
 def _guard(source: str, where: str, action) -> None:
     try:
         action()
     except InputError:
         raise
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(source, where, str(exc)) from None
 
 
-def _unquote(value: Any) -> Any:
-    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _number(value: Any, source: str, where: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise InputError(source, where, f"expected a number, got {value!r}") from None
-
-
-def _shape(value: Any, source: str, where: str) -> tuple[int, ...] | None:
-    if value in (None, ""):
-        return None
-    try:
-        return tuple(int(d) for d in str(value).replace(",", "x").split("x") if d.strip())
-    except ValueError:
-        raise InputError(source, where, f"expected a shape like 2x3x4, got {value!r}") from None
+def _first_error(exc: ValidationError, source: str, path: str) -> InputError:
+    """The first pydantic error as one line: the JSON path, then the problem."""
+    err = exc.errors()[0]
+    where = path
+    for part in err["loc"]:
+        where = f"{where}[{part}]" if isinstance(part, int) else _join(where, str(part))
+    if err["type"] == "extra_forbidden":
+        return InputError(source, where, "unknown field")
+    if err["type"] == "missing":
+        return InputError(source, where, "missing required field")
+    return InputError(source, where, f"{err['msg']}, got {_short(err.get('input'))}")

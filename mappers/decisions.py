@@ -268,6 +268,8 @@ class KnobsOptions(DecisionOptions):
     allowed: list[Literal[KNOBS]] | None = Field(None, description="knobs the mapping may use; default: all")
     mc_runs: int | None = Field(None, ge=1, description="Monte Carlo runs of the end-to-end test; default: the target's")
     max_validations: int = Field(6, ge=1, description="mappings simulated at most before the fallback")
+    layer_screen: bool = Field(False, description="after a mapping fails the Monte Carlo test, test each approximated "
+                               "layer alone and cut the ones that fail on their own")
 
     @field_validator("allowed", mode="before")
     @classmethod

@@ -358,6 +358,7 @@ class Context:
     records: list[DecisionRecord] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
     focus: str | None = None  # the decision the user asked for (``solve DECISION``)
+    export: Mapping[str, str] = field(default_factory=dict)  # files to write besides the run (``export.<file>``)
     # Optional cache of inner solves shared across runs (``solvermap.search.cache.SolveCache``): an object
     # with ``solve(ctx, decision, problem, config, hint, options) -> Solved``.
     solve_cache: Any = None
@@ -446,6 +447,7 @@ class Pipeline:
     steps: tuple[Step, ...]
     validate: Callable[[Context], dict[str, Any]] | None = None  # end-to-end simulation of the mapping
     default_workload: str = ""
+    exports: tuple[str, ...] = ()  # the ``export.<file>`` settings this pipeline writes
     validate_options: type[StepOptions] | None = None  # options of the validation (``decisions.validate.<key>``)
     # (spec, workload) → (step, what, bytes): memory a step will need at least, known before anything runs
     estimate: Callable[[Any, Any], Iterable[tuple[str, str, float]]] | None = None

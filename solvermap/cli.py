@@ -1,6 +1,7 @@
 """``solvermap`` command line (typer).
 
-Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION),
+Commands: ``map`` (the whole pipeline), ``solve DECISION`` (the pipeline up to DECISION), ``hpvm-config FILE``
+(evaluate an HPVM tuner configuration file, ``solvermap.hpvm_config_command``),
 ``workloads``, ``targets``, ``decisions``; the design-space commands register themselves from
 ``solvermap.search.cli`` when present. User errors print one line to stderr and exit with 2.
 """
@@ -38,7 +39,7 @@ TimeOpt = Annotated[float | None, typer.Option("--time-limit", help="seconds per
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="run directory (default: a new one under runs/)")]
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="YAML run configuration")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, seed=v")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override: workload.<p>=v, target.<field>=v, solver.<f>=v, decisions.<d>.<o>=v, export.<file>=path, seed=v")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress messages")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="exit with status 3 when a decision falls back to a baseline "
                                          "because the solver's answer failed its check (after writing the run directory)")]
@@ -102,6 +103,7 @@ def _stdout_for_json_only(as_json: bool) -> Iterator[None]:
 
 def _execute(command: str, upto: str | None, config_file, workload, target, solver, time_limit, sets, as_json, out, quiet,
              strict: bool = False, write_model: str | None = None):
+    from solvermap.errors import InputError
     from solvermap.inputs import output_dir, output_file
     from solvermap.mappers.pipeline import Context
     from solvermap.runs import LOG, RunDirectory, console_logging
@@ -112,6 +114,10 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
         output_file(write_model, "--write-model")
     config, spec, pipeline, built = _prepare(config_file, workload, target, solver, time_limit, sets)
     pipeline.check_size(spec, built, upto)  # memory the steps will need (solvermap.limits), before the run directory
+    export = {key: value for key, value in config.export.model_dump().items() if value is not None}
+    for key in export:
+        if key not in pipeline.exports:
+            raise InputError("--set", f"export.{key}", f"the {spec.family} pipeline does not write {key}")
     if write_model is not None:
         pipeline, capture = _capturing_focus(pipeline, upto, write_model)
     run = RunDirectory.create(out, command, f"{upto + '-' if upto else ''}{built.name}-{spec.name}")
@@ -119,7 +125,7 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     run.write_environment()
 
     ctx = Context(workload=built, target=spec, solver=config.solver, options=config.decisions, seed=config.seed,
-                  progress=LOG.info)
+                  progress=LOG.info, export=export)
     with run.logging(), nullcontext() if quiet else console_logging(err_console), _stdout_for_json_only(as_json):
         result = pipeline.run(ctx, upto=upto)
     if upto is not None:
@@ -339,7 +345,7 @@ def _register_extensions() -> None:
 
     if any(c.name == "explore" for c in app.registered_commands):
         return
-    for module in ("solvermap.search.cli",):
+    for module in ("solvermap.search.cli", "solvermap.hpvm_config_command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -7,12 +7,14 @@ YAML (all keys optional except ``workload`` and ``target``)::
     solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
     decisions: {partition: {variant: table42, solver: {backend: highs}}}
     limits: {memory_gb: 8}      # memory cap of the run's size estimates (default: half of memory, solvermap.limits)
+    export: {hpvm_config: confs.txt}        # files a pipeline writes besides the run directory
     seed: 0
 
 ``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
 workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
-``decisions.partition.variant=table42``, ``limits.memory_gb=8``, ``seed=3``. The run seed is the solver seed unless
-``solver.seed`` is set explicitly.
+``decisions.partition.variant=table42``, ``limits.memory_gb=8``, ``export.hpvm_config=confs.txt``, ``seed=3``.
+The run seed is the solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes
+besides its run directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ class Limits(BaseModel):
                                     description="memory cap in GB (default: half of this machine's memory)")
 
 
+class ExportConfig(BaseModel):
+    """Files a pipeline writes besides the run directory (each pipeline lists the ones it writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hpvm_config: str | None = None  # approxhpvm: the chosen configurations in HPVM's tuner format
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,6 +63,7 @@ class RunConfig(BaseModel):
     solver: SolverConfig = Field(default_factory=SolverConfig)
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
+    export: ExportConfig = Field(default_factory=ExportConfig)
     seed: int = Field(0, ge=0)
 
     @field_validator("workload", mode="before")
@@ -122,7 +132,7 @@ def build_config(
     for key, inner in (("workload", "params"), ("target", "overrides")):
         if inner in data[key]:
             data[key][inner] = _mapping(data[key][inner], source, f"{key}.{inner}")
-    for key in ("solver", "decisions", "limits"):
+    for key in ("solver", "decisions", "limits", "export"):
         data[key] = _mapping(data.get(key), source, key)
     if workload:
         data["workload"]["name"] = workload
@@ -176,10 +186,12 @@ def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
             node[part] = _mapping(node.get(part), "--set", "decisions." + ".".join(parts[: depth + 1]))
             node = node[part]
         node[parts[-1]] = value
+    elif head == "export" and rest:
+        data["export"][rest] = value
     elif head in ("workload", "target") and rest == "name":
         data[head]["name"] = value
     elif head == "seed" and not rest:
         data["seed"] = value
     else:
         raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
-                         "decisions.<decision>.<option>, limits.memory_gb or seed")
+                         "decisions.<decision>.<option>, limits.memory_gb, export.<file> or seed")

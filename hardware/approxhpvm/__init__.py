@@ -9,7 +9,9 @@ Knobs (L1110–1114): ``FP32`` (golden) and ``FP16`` on the GPU, ``P1`` … ``P7
 in increasing order of voltage and decreasing error). :data:`KNOBS` orders them from least to most accurate
 (L1119: P1 < … < P7 < FP16 < FP32).
 
-Supported tensor ops (Table 5.1, L934–948, plus sigmoid and max pooling, L1123): :data:`SUPPORTED_OPS`.
+Supported tensor ops (Table 5.1, L934–948, plus sigmoid and max pooling, L1123), and the ops HPVM's DNN
+benchmarks add (batch normalisation, grouped convolution, mean pooling, softmax; HPVM's tensor runtime
+``batchnorm``, ``group_conv``, ``pool_mean``, ``softmax``): :data:`SUPPORTED_OPS`.
 :func:`check_supported` rejects a network with any other op with one :class:`InputError` line.
 
 Beside this module: ``promise_sim.py`` (PROMISE functional, timing and energy models), ``gpu_cost.py`` (the
@@ -19,6 +21,8 @@ Monte Carlo accuracy, time and energy).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solvermap.errors import InputError
@@ -27,7 +31,7 @@ from solvermap.hardware.targets import TargetSpec, register_family
 PROMISE_KNOBS = tuple(f"P{k}" for k in range(1, 8))
 GPU_KNOBS = ("FP16", "FP32")
 KNOBS = PROMISE_KNOBS + GPU_KNOBS  # least → most accurate (seed L1119)
-SUPPORTED_OPS = ("conv", "gemm", "add", "tanh", "relu", "sigmoid", "pool")
+SUPPORTED_OPS = ("conv", "gemm", "add", "batchnorm", "tanh", "relu", "sigmoid", "pool", "avgpool", "softmax")
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
 
@@ -81,7 +85,11 @@ class PromiseSpec(BaseModel):
     reduction_ns: float = Field(10.0, ge=0, description="cross-bank reduction of partial sums (assumption, see preset)")
     reduction_pj: float = Field(0.5, ge=0, description="pJ per 8-bit cross-bank transfer (L621)")
     swing_f: list[float] = Field(description="f(SWING) for P1..P7 (eq. 4.2 range 0.75 … 0.08, L788)")
-    dot_energy_pj: list[float] = Field(description="pJ per 128-element dot product at P1..P7")
+    dot_energy_pj: list[float] | None = Field(None, description="pJ per 128-element dot product at P1..P7 (a table; "
+                                              "None: derived from Table 4.3 and the swing model below)")
+    swing_mv: list[float] | None = Field(None, description="bit-line swing ΔV_BL (mV/LSB) at P1..P7 (L656: 5 … 30)")
+    swing_fixed_fraction: float | None = Field(None, ge=0, le=1, description="share of the Class-1 + Class-2 "
+                                               "energy at SWING=111 that does not scale with ΔV_BL")
     data_bits: int = Field(8, description="X precision (L1047)")
     weight_bits: int = Field(7, description="B_W = 7 magnitude bits + sign (L805)")
     min_dot_length: int = Field(64, ge=1, description="no PROMISE below this dot-product length (L1248)")
@@ -92,6 +100,11 @@ class PromiseSpec(BaseModel):
     ctrl_pj_per_cycle: float = Field(5.4, ge=0, description="Table 4.3")
     swing_scaled_classes: list[str] = Field(default_factory=lambda: ["class1", "class2"],
                                             description="classes whose energy scales with swing (L902)")
+    soc_static_energy: bool = Field(False, description="charge Table 4.3 leakage (per active bank) and CTRL energy "
+                                    "per cycle to the SoC's PROMISE tasks")
+    output_format: Literal["consumer", "fp32"] = Field("consumer", description="what PROMISE writes to DRAM "
+                                                       "(gpu_cost.py): the consumer's format, or FP32 (L1183)")
+    pdma: bool = Field(True, description="pDMA quantizes and patches; false: the GPU does it (L1273–1275)")
 
     @field_validator("swing_f")
     @classmethod
@@ -104,16 +117,50 @@ class PromiseSpec(BaseModel):
 
     @field_validator("dot_energy_pj")
     @classmethod
-    def _energy(cls, value: list[float]) -> list[float]:
-        if len(value) != 7 or any(e <= 0 for e in value) or any(a > b for a, b in zip(value, value[1:])):
+    def _energy(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and (len(value) != 7 or any(e <= 0 for e in value)
+                                  or any(a > b for a, b in zip(value, value[1:]))):
             raise ValueError("need 7 positive energies, non-decreasing from P1 to P7")
         return value
+
+    @field_validator("swing_mv")
+    @classmethod
+    def _swing_mv(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and (len(value) != 7 or any(v <= 0 for v in value)
+                                  or any(a >= b for a, b in zip(value, value[1:]))):
+            raise ValueError("need 7 positive swings, increasing from P1 to P7")
+        return value
+
+    @model_validator(mode="after")
+    def _energy_model(self) -> PromiseSpec:
+        derived = self.swing_mv is not None and self.swing_fixed_fraction is not None
+        if self.dot_energy_pj is None and not derived:
+            raise ValueError("give dot_energy_pj, or swing_mv and swing_fixed_fraction")
+        if self.dot_energy_pj is not None and (self.swing_mv is not None or self.swing_fixed_fraction is not None):
+            raise ValueError("give either dot_energy_pj or the swing model (swing_mv, swing_fixed_fraction), not both")
+        missing = [c for c in ("aREAD", "sign_mult", "ADC") if c not in self.class_energy_pj]
+        if derived and missing:
+            raise ValueError(f"class_energy_pj lacks {', '.join(missing)}")
+        if not self.pdma and self.output_format == "consumer":
+            raise ValueError("pdma: false needs output_format: fp32 (the GPU dequantizes PROMISE's INT8 output)")
+        return self
 
     def f(self, level: int) -> float:
         return self.swing_f[level - 1]
 
+    def swing_scale(self, level: int) -> float:
+        """Class-1 and Class-2 energy at ``level`` relative to SWING=111 (L902)."""
+        if self.dot_energy_pj is not None:
+            return self.dot_energy_pj[level - 1] / self.dot_energy_pj[6]
+        a = self.swing_fixed_fraction
+        return a + (1.0 - a) * self.swing_mv[level - 1] / self.swing_mv[6]
+
     def dot_energy(self, level: int) -> float:
-        return self.dot_energy_pj[level - 1]
+        """pJ per 128-element row op (aREAD + sign_mult + ADC of Table 4.3 at the level's swing, or the table)."""
+        if self.dot_energy_pj is not None:
+            return self.dot_energy_pj[level - 1]
+        c = self.class_energy_pj
+        return c["ADC"] + (c["aREAD"] + c["sign_mult"]) * self.swing_scale(level)
 
 
 class GpuSpec(BaseModel):
@@ -126,8 +173,15 @@ class GpuSpec(BaseModel):
     clock_ghz: float = Field(1.12, gt=0, description="Table 5.2")
     fp16_rate: float = Field(2.0, ge=1, description="FP16 FLOP rate / FP32 FLOP rate")
     efficiency: dict[str, float] = Field(description="achieved fraction of peak FLOP/s per op kind")
-    launch_us: float = Field(10.0, ge=0, description="kernel launch overhead")
-    power_w: float = Field(5.0, gt=0, description="GPU rail power while a kernel runs")
+    launch_us: float = Field(10.0, ge=0, description="per-kernel overhead: launch and HPVM runtime work per op")
+    power_w: float = Field(5.0, gt=0, description="GPU rail power while a kernel runs (static part)")
+    energy_per_flop_pj: float = Field(0.0, ge=0, description="dynamic energy per FP32 FLOP (FP16: ÷ fp16_rate)")
+    dram_efficiency: float = Field(1.0, gt=0, le=1, description="achieved fraction of the sustained DRAM bandwidth "
+                                   "for GPU kernels' activation traffic")
+    half_efficiency_dot_length: float = Field(0.0, ge=0, description="K½: conv/GEMM efficiency × K/(K + K½) for dot "
+                                              "products of length K (0: no dependence on K)")
+    fp16_round_trip: bool = Field(False, description="FP16 ops convert their input to FP16 and their output back "
+                                  "to FP32, as HPVM's tensor runtime does")
     max_fused_ops: int = Field(3, ge=1, description="ops per fused GPU kernel (register / scratchpad cap, L466)")
 
 

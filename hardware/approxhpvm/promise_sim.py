@@ -13,11 +13,13 @@ Functional model (eq. 4.2, L788–790)
 Timing and energy of one task on the SoC (ApproxHPVM, L1179–1181)
     A weight matrix N × M is cut into R = ⌈N/128⌉ × ⌈M/128⌉ bank tiles. If fewer than ``banks`` tiles are
     needed, the tiles are replicated so that every bank works; otherwise the task runs in ⌈tiles/banks⌉
-    passes. One row op (a 128-element partial dot product) takes ``dot_ns`` and costs
-    ``dot_energy_pj[s]``. Partial sums of dot products longer than 128 are reduced at ``reduction_ns``
-    and ``reduction_pj``. DRAM moves the weights (1 byte each, once per pass), the input (in the producer's
-    format) and the output (in the consumer's format) at 33 GB/s and 20 pJ/bit. Time adds the phases
-    (load, compute, write back), as the seed's four-step model does.
+    passes. One row op (a 128-element partial dot product) takes ``dot_ns`` and costs ``dot_energy(s)``
+    (a table, or Table 4.3's aREAD + sign_mult at the level's swing plus the ADC). Partial sums of dot products
+    longer than 128 are reduced at ``reduction_ns`` and ``reduction_pj`` (0 ns in the calibrated preset: the
+    Class-4 accumulation, 4 cycles, hides under T_P, L631). With ``soc_static_energy`` every active bank leaks
+    0.6 pJ and the controller draws 5.4 pJ per cycle (Table 4.3). DRAM moves the weights (1 byte each, once per
+    pass) here; the input and output move on the edges (:mod:`.gpu_cost`) at 33 GB/s and 20 pJ/bit. Time adds
+    the phases (load, compute, write back), as the seed's four-step model does.
 
 Compute-only energy of Ch. 4 (eq. 4.4, L856)
     E = Σ_class E_class + E_leak + E_ctrl per decision, with weights resident in the banks. T_P is the
@@ -64,6 +66,21 @@ def noisy_dot(x2d: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator
     exact = xq @ wq
     sigma = f * np.sqrt((xq * xq) @ (wq * wq))
     return exact + sigma * rng.standard_normal(exact.shape)
+
+
+def noisy_conv(x: np.ndarray, w: np.ndarray, window, f: float, rng: np.random.Generator, *, data_bits: int = 8,
+               weight_bits: int = 7) -> np.ndarray:
+    """A convolution on PROMISE: :func:`noisy_dot` of its patch matrix and weights, with the patch products
+    computed a few images at a time (the per-tensor scale of the patches is that of the input)."""
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import conv_output, conv_product
+
+    xq = quantize(x, data_bits)
+    wq = quantize_weights(w, weight_bits)
+    exact = conv_product(xq, wq, window)
+    sigma = f * np.sqrt(conv_product(xq * xq, wq * wq, window))
+    out = exact + sigma * rng.standard_normal(exact.shape)
+    n, _, h, wd = x.shape
+    return conv_output(out, n, window.out_size(h), window.out_size(wd))
 
 
 def noisy_distance(x: np.ndarray, w: np.ndarray, f: float, rng: np.random.Generator, kind: str, *,
@@ -136,6 +153,9 @@ def task_cost(spec, *, dot_length: int, outputs_per_image: int, weight_cols: int
     reductions = float(batch) * outputs_per_image * (rows - 1)
     compute_s = math.ceil(row_ops / active) * p.dot_ns * 1e-9 + math.ceil(reductions / active) * p.reduction_ns * 1e-9
     compute_j = row_ops * p.dot_energy(level) * 1e-12 + reductions * p.reduction_pj * 1e-12
+    if p.soc_static_energy:  # Table 4.3: leakage of every active bank and the controller, per cycle
+        cycles = compute_s * p.clock_ghz * 1e9
+        compute_j += cycles * (p.leakage_pj_per_cycle_bank * active + p.ctrl_pj_per_cycle) * 1e-12
     weight_bytes = float(dot_length) * weight_cols * passes
     moved = weight_bytes + in_bytes + out_bytes
     dram_s = moved / (dram.bandwidth_gbs * 1e9)
@@ -168,7 +188,7 @@ def kernel_energy(spec, *, kind: str, dot_length: int, rows: int, level: int, ba
     """
     p = spec.promise
     class1, class2 = VECOPS[kind]
-    scale = p.dot_energy(level) / p.dot_energy(7)
+    scale = p.swing_scale(level)
     chunks = math.ceil(dot_length / p.bank_rows)
     vector_ops = chunks * rows
     tiles = chunks * math.ceil(rows / p.bank_words)

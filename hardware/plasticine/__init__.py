@@ -14,6 +14,9 @@ The RNN-serving variant (``plasticine-rnn``) uses 2 PMUs per PCU and 4-stage PCU
 cross-lane reduction tree (L244–247). Every number that is not in the seed is listed in the preset's
 ``assumptions`` with the seed line that is silent.
 
+``ops`` is the op table a dataflow graph without actors is lowered with (stages, vector or scalar lanes,
+integer) — defaults and their sources in ``presets/plasticine.yaml``.
+
 Modules beside this one: :mod:`~solvermap.hardware.plasticine.dataflow_sim` (dataflow simulator of a
 partitioned/merged VB graph) and :mod:`~solvermap.hardware.plasticine.cost` (area/power of used PBs).
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solvermap.hardware.targets import TargetSpec, register_family
 from solvermap.hardware.plasticine.network import NetworkDesign
@@ -96,6 +99,18 @@ class DRAM(BaseModel):
         return self.channels * self.channel_gbps / clock_ghz
 
 
+class OpCost(BaseModel):
+    """What one operation of a dataflow graph costs on a PCU (the op table of a generic DFG lowering)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stages: int = Field(1, ge=1, le=64, description="PCU pipeline stages the operation occupies (L473, L637)")
+    lanes: Literal["vector", "scalar"] = Field(
+        "vector", description="vector: the operation runs on every SIMD lane; scalar: on one lane")
+    integer: bool = Field(False, description="integer scalar arithmetic (address, counter, compare): also fits "
+                                             "the PMU and DAG scalar integer pipelines (L481, L489)")
+
+
 class Network(NetworkDesign):  # + the network design of §3.3 (network.py): type, static, dynamic, cost
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -126,6 +141,17 @@ class PlasticineSpec(TargetSpec):
     dag: DAG
     dram: DRAM
     network: Network
+    ops: dict[str, OpCost] = Field(default_factory=dict, description=(
+        "op table: operation name (case-insensitive) -> stages, lanes, integer; key 'default' for the rest. "
+        "Used when a dataflow graph without actors is lowered (mappers/plasticine/dfg_lowering.py); "
+        "'reduce' always takes pcu.reduce_stages"))
+
+    @field_validator("ops", mode="before")
+    @classmethod
+    def _lower_case_ops(cls, value):
+        if isinstance(value, dict):
+            return {str(k).strip().lower(): v for k, v in value.items()}
+        return value
 
     @model_validator(mode="after")
     def _grid_holds_the_units(self) -> PlasticineSpec:
@@ -139,6 +165,14 @@ class PlasticineSpec(TargetSpec):
     def hop_latency(self) -> int:
         """L of the partition model: a PCU's pipeline depth plus one link's network delay."""
         return self.pcu.stages + self.network.link_cycles
+
+    def op_cost(self, op: str) -> OpCost:
+        """The op table's entry for ``op`` (case-insensitive), else its ``default``, else one vector stage."""
+        return self.ops.get(op.strip().lower()) or self.ops.get("default") or OpCost()
+
+    def op_stages(self, op: str) -> int:
+        """Pipeline stages of one operation: a cross-lane reduction takes ``reduce_stages``, others the table's."""
+        return self.reduction_stages() if op == "reduce" else self.op_cost(op).stages
 
     def reduction_stages(self) -> int:
         return max(1, min(self.pcu.reduce_stages, self.pcu.stages))

@@ -31,7 +31,7 @@ from typing import Any
 from solvermap.errors import InputError, UnknownNameError
 from solvermap.limits import check_estimate
 
-GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".onnx")
+GRAPH_SUFFIXES = (".json", ".dot", ".gv", ".graphml", ".xml", ".onnx")
 SEED_MAX = 2**32 - 1  # NumPy's and scikit-learn's seeds are 32-bit
 
 
@@ -151,6 +151,14 @@ def loopnest_bytes(program: Any) -> float:
     return float(tensors + max(grids, default=0))
 
 
+# parameters a graph file takes (``--set workload.<name>=...``), with their ranges
+GRAPH_PARAMS = {
+    "back_edge": "ATTRIBUTE:VALUE marking back edges in DOT/GraphML files (default loop_carried:true)",
+    "trip_count": "iterations of every loop of a DFG lowered to Plasticine, 1..2^40 (default: the graph's "
+                  "trip_count attribute, else 1024)",
+}
+
+
 @dataclass(frozen=True)
 class WorkloadInfo:
     name: str
@@ -235,6 +243,24 @@ def info(name: str, family: str) -> WorkloadInfo:
     return _REGISTRY[(name, family)]
 
 
+def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check the ``workload.*`` parameters given with a graph file (:data:`GRAPH_PARAMS`)."""
+    from solvermap.ir.dfg_flat import BackEdgeRule
+
+    out = dict(params or {})
+    for key, value in out.items():
+        if key not in GRAPH_PARAMS:
+            raise InputError("--set", f"workload.{key}",
+                             f"unknown parameter for a graph file; known: {', '.join(sorted(GRAPH_PARAMS))}")
+    if "back_edge" in out:
+        out["back_edge"] = str(BackEdgeRule.parse(out["back_edge"]))
+    if "trip_count" in out:
+        value = out["trip_count"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+            raise InputError("--set", "workload.trip_count", f"must be an integer in [1, 2^40], got {value!r}")
+    return out
+
+
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
     """Build a registered workload, or load a graph file when ``name`` is a path (checked to be a readable
     file first: a directory or a FIFO is one line, not an error inside a loader)."""
@@ -243,8 +269,9 @@ def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Wo
         from solvermap.ir.serialize import load
 
         input_file(name)
-        graph = load(name)
-        return Workload(Path(name).stem, family, dict(params or {}), graph, f"graph file {name}")
+        checked = graph_file_params(params)
+        graph = load(name, back_edge=checked.get("back_edge"))
+        return Workload(Path(name).stem, family, checked, graph, f"graph file {name}")
     entry = info(name, family)
     merged = entry.checked(params or {})
     for what, size in (entry.estimate(**merged) if entry.estimate is not None else ()):

@@ -21,11 +21,17 @@ Training is deterministic (numpy Adam, seed per network) and cached per process.
 
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 
-from solvermap.ir.workloads import Param, register, seed_param
-from solvermap.ir.workloads.approxhpvm_tensor_ops import LayerSpec, TensorNetwork, build_network, digits, train
+from solvermap.ir.workloads.approxhpvm_tensor_ops import (
+    LayerSpec,
+    TensorNetwork,
+    build_network,
+    detached,
+    digits,
+    register_trained,
+    train,
+)
 
 _ARCH = {
     "lenet": ([LayerSpec("conv1", "conv", 8, "tanh", pool=True), LayerSpec("conv2", "conv", 16, "tanh", pool=True),
@@ -55,23 +61,16 @@ def _trained(name: str, seed: int, epochs: int) -> TensorNetwork:
 
 def trained_network(name: str, seed: int = 0, epochs: int = 0) -> TensorNetwork:
     """A trained copy (parameters are copied, so a caller may change them without touching the cache)."""
-    net = _trained(name, seed, epochs)
-    twin = copy.copy(net)
-    twin.params = {k: v.copy() for k, v in net.params.items()}
-    twin.meta = {k: v for k, v in net.meta.items()}
-    return twin
+    return detached(_trained(name, seed, epochs))
 
 
-def _register(name: str, description: str) -> None:
-    @register(name, "approxhpvm", description, params={
-        "seed": seed_param("seed of the weight initialisation and the training order"),
-        "epochs": Param(0, "training epochs; 0 = the network's own default", 0, 1000)})
-    def builder(seed: int = 0, epochs: int = 0) -> TensorNetwork:
-        return trained_network(name, int(seed), int(epochs))
-
-
-_register("lenet", "LeNet-style Conv,Conv,FC,FC on 8×8 digits (seed 000 Table 5.3)")
-_register("dnn1", "DNN1: 64-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-1)")
-_register("dnn2", "DNN2: 64-256-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-2)")
-_register("dnn3", "DNN3: 64-512-256-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-3)")
-_register("promise_mlp", "PROMISE MLP 64-512-256-128-10 ReLU on digits (Table 4.2, adapted from 784 inputs)")
+register_trained("lenet", "LeNet-style Conv,Conv,FC,FC on 8×8 digits (seed 000 Table 5.3)",
+                 trained_network)
+register_trained("dnn1", "DNN1: 64-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-1)",
+                 trained_network)
+register_trained("dnn2", "DNN2: 64-256-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-2)",
+                 trained_network)
+register_trained("dnn3", "DNN3: 64-512-256-128-10 tanh MLP on digits (Table 5.3, PROMISE DNN-3)",
+                 trained_network)
+register_trained("promise_mlp", "PROMISE MLP 64-512-256-128-10 ReLU on digits (Table 4.2, adapted from 784 inputs)",
+                 trained_network)

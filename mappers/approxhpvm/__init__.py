@@ -16,7 +16,13 @@ Options (``--set decisions.<step>.<key>=v``): the descriptors' ``FuseOptions``, 
 ``KnobsOptions`` and ``SwingOptions`` in :mod:`solvermap.mappers.decisions` (``solvermap decisions --json``
 shows types, ranges and defaults). budget.cost_function "energy" (default) is the knob MILP's energy or time,
 per knobs.objective, inside the level search (formulations/accuracy_budget.py); the seed's proxies C1..C3 run
-beside it, ``top`` accepted configurations each.
+beside it, ``top`` accepted configurations each; knobs.layer_screen (true: after a failed mapping,
+cut its layers that fail alone, :mod:`.layer_screen`).
+
+Export (``--set export.hpvm_config=PATH``): the knobs step writes the all-FP32 baseline and the chosen mapping in
+HPVM's tuner configuration format (:mod:`.hpvm_config`); ``solvermap hpvm-config PATH --workload W``
+(``solvermap/hpvm_config_command.py``) reads such a file (HPVM's own GPU-only files included) and evaluates every
+configuration.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from solvermap.hardware.checks import knob_mapping as knob_check
 from solvermap.ir.graph import DataflowGraph
 from solvermap.ir.workloads.approxhpvm_kernels import PromiseKernel
 from solvermap.ir.workloads.approxhpvm_tensor_ops import TensorNetwork, single_threaded_blas
+from solvermap.mappers.approxhpvm import hpvm_config
+from solvermap.mappers.approxhpvm.layer_screen import layer_screen
 from solvermap.mappers.approxhpvm.optuna_search import optuna_baseline
 from solvermap.mappers.approxhpvm.problems import (
     budget_problem,
@@ -60,11 +68,33 @@ def _workload(ctx: Context):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
         return ir
+    if isinstance(ir, DataflowGraph) and str(ir.source).lower().endswith(".onnx"):
+        if "onnx_network" not in ctx.state:
+            ctx.state["onnx_network"] = onnx_network(ir.source)
+        return ctx.state["onnx_network"]
     if isinstance(ir, DataflowGraph):
         check_supported(ir, ctx.workload.name)
         raise InputError(ctx.workload.name, "workload", "a graph file carries no trained weights; the approxhpvm "
-                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp) and PROMISE kernels")
+                         "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp, *_mnist), ONNX "
+                         "models with weights and PROMISE kernels")
     raise InputError(ctx.workload.name, "workload", f"unsupported workload type {type(ir).__name__}")
+
+
+def onnx_network(path: str) -> TensorNetwork:
+    """An ONNX model with trained weights, evaluated on the built-in digits of its input shape (8×8 or 28×28)."""
+    from solvermap.ir.workloads.approxhpvm_mnist import digits_28
+    from solvermap.ir.workloads.approxhpvm_onnx import network_from_onnx
+    from solvermap.ir.workloads.approxhpvm_tensor_ops import digits
+
+    net = network_from_onnx(path)
+    datasets = {(1, 8, 8): lambda: digits(image=True), (64,): digits, (1, 28, 28): digits_28,
+                (784,): lambda: digits_28(image=False)}
+    if tuple(net.input_shape) not in datasets:
+        raise InputError(path, "input", f"no built-in dataset has inputs of shape {tuple(net.input_shape)} (digits: "
+                         "(1, 8, 8), (64,), (1, 28, 28), (784,)); the approxhpvm pipeline needs one to test accuracy")
+    net.data = datasets[tuple(net.input_shape)]()
+    check_supported(net.graph, path)
+    return net
 
 
 def _network(ctx: Context, step: str) -> TensorNetwork | None:
@@ -95,6 +125,8 @@ def _fusion_schedule(decision: fusion_types.FusionDecision, problem: fusion_type
 
 
 def step_fuse(ctx: Context):
+    if ctx.export.get("hpvm_config"):  # an unwritable export path fails before any expensive step
+        hpvm_config.check_writable(ctx.export["hpvm_config"])
     net = _network(ctx, "fuse")
     if net is None:
         return None
@@ -302,9 +334,12 @@ def step_knobs(ctx: Context):
     safe = most_accurate_mapping(first.problem)
     fallback = MappingCandidate(knob_types.objective(first.problem, safe), -1, safe, first.problem, first.budgets,
                                 first.extra)
+    screen = None
+    if ctx.options_for(KNOB_MAPPING).layer_screen:
+        screen = layer_screen(net, spec, runs=runs, loss_limit=limit, seed=ctx.seed, pass_rate=spec.pass_rate)
     selection = select_mapping(candidates, resolve=lambda c, failed: solve_one(c.index, *c.budgets, failed),
                                validate=lambda c: knob_validation(ctx, net, c.decision, c.problem, runs, limit),
-                               max_validations=max_validations, fallback=fallback)
+                               max_validations=max_validations, fallback=fallback, screen=screen)
     chosen, record = selection.chosen, selection.chosen.extra
     if selection.status == "fallback" or chosen.index < 0:
         # every solver mapping failed the end-to-end test: ship the most accurate mapping instead
@@ -320,10 +355,28 @@ def step_knobs(ctx: Context):
     record.validation["budget_levels"] = chosen.budgets[2]
     record.validation["knob_validations"] = selection.validations  # mappings simulated until one met the limit
     record.validation["failed_mappings"] = [dict(f) for f in selection.failed]
+    if screen is not None:
+        record.validation["layer_screens"] = len(screen.tested)
     record.details["configurations_mapped"] = len(candidates)
     decision, problem = chosen.decision, chosen.problem
     ctx.state["knobs"], ctx.state["knobs.problem"], ctx.state["knobs.validation"] = decision, problem, record.validation
+    if ctx.export.get("hpvm_config"):
+        record.validation["hpvm_config"] = export_hpvm_config(ctx, net, decision, problem, record.validation, limit)
     return record
+
+
+def export_hpvm_config(ctx: Context, net: TensorNetwork, decision, problem, validation: dict, limit: float) -> str:
+    """Write the chosen mapping (when it met its limit) after the all-FP32 baseline in HPVM's tuner format."""
+    chosen = []
+    if validation["meets_loss_limit"]:
+        chosen.append(hpvm_config.Chosen(schedule_units(net, decision.knobs, problem.gpu_groups),
+                                         validation["speedup"], validation["energy_reduction"],
+                                         validation["accuracy_mean"], limit))
+    else:
+        ctx.say("knobs: no mapping met the loss limit; the HPVM configuration file holds the FP32 baseline only")
+    path = hpvm_config.check_writable(ctx.export["hpvm_config"])
+    path.write_text(hpvm_config.render(net, ctx.target, chosen))
+    return str(path)
 
 
 @dataclass
@@ -355,7 +408,7 @@ def _dominated(knobs, failed) -> bool:
 
 
 def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max_validations: int,
-                   fallback: MappingCandidate | None = None) -> MappingSelection:
+                   fallback: MappingCandidate | None = None, screen=None) -> MappingSelection:
     """Validate the cheapest mapping on the functional simulator; on failure, cut it (and every mapping at least as
     inaccurate on every op) from every candidate it dominates, re-solve those, and validate the new cheapest.
 
@@ -367,6 +420,7 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
     failed, the ``fallback`` candidate (the most accurate mapping) is validated and shipped if it passes
     (status "fallback"); otherwise the last mapping validated is returned with its failing validation and status
     "loss-limit-not-met": a mapping is never reported as meeting the limit unless its own validation passed.
+    ``screen(knobs)``, when given, returns extra cuts after a failure (:mod:`.layer_screen`).
     """
     pool = list(candidates)
     failed: list[dict] = []
@@ -385,6 +439,8 @@ def select_mapping(candidates: list[MappingCandidate], *, resolve, validate, max
         if validation["meets_loss_limit"]:
             return MappingSelection(chosen, validation, validations, failed)
         failed.append(dict(best.decision.knobs))
+        if screen is not None:
+            failed += [cut for cut in screen(best.decision.knobs) if cut not in failed]
         pool = [resolve(c, tuple(failed)) if _dominated(c.decision.knobs, failed) else c for c in pool]
         # a re-solved mapping obeys the cuts; the filter only guards against a resolver that ignores them
         pool = [c for c in pool if c is not None and not _dominated(c.decision.knobs, failed)]
@@ -468,15 +524,16 @@ PIPELINE = Pipeline(
     family="approxhpvm",
     description="ApproxHPVM on a GPU + PROMISE SoC: fusion, accuracy budgets, knob mapping, swing selection",
     steps=(
-        decide(FUSE, _blas1(step_fuse), provides=("network",)),
-        decide(BUDGET, _blas1(step_budget), needs=("fuse",),
+        decide(FUSE, _blas1(step_fuse), provides=("network", "onnx_network")),
+        decide(BUDGET, _blas1(step_budget), needs=("fuse", "onnx_network"),
                provides=("profile", "op_errors", "budget.ledger", "budget.hardware")),
-        decide(KNOB_MAPPING, _blas1(step_knobs), needs=("fuse", "budget", "budget.problem", "op_errors"),
+        decide(KNOB_MAPPING, _blas1(step_knobs), needs=("fuse", "budget", "budget.problem", "op_errors", "onnx_network"),
                provides=("op_errors", "knobs.validation")),
-        decide(SWING, _blas1(step_swing), provides=("swing.validation",)),
+        decide(SWING, _blas1(step_swing), needs=("onnx_network",), provides=("swing.validation",)),
     ),
     validate=validate_end_to_end,
     default_workload="dnn3",
+    exports=("hpvm_config",),  # export.hpvm_config=PATH: the chosen configurations in HPVM's tuner format
 )
 
 __all__ = ["PIPELINE", "PROMISE_KNOBS"]

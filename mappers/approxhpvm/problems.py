@@ -51,13 +51,14 @@ def fusion_problem(net: TensorNetwork, spec, objective: str = "time") -> FusionP
             if src == "input":
                 boundary.setdefault(op.name, {GPU: 0.0, PROMISE: 0.0})
                 for dev in (GPU, PROMISE):
-                    boundary[op.name][dev] += _value(edge_cost(net, spec, None, None, NOMINAL[dev]), objective)
+                    boundary[op.name][dev] += _value(edge_cost(net, spec, None, None, NOMINAL[dev], op), objective)
                 continue
             edges.append(FusionEdge(src, op.name, "one_to_one"))
             if ops[src].layer == op.layer:
-                gpu_transfer[(src, op.name)] = _value(edge_cost(net, spec, ops[src], "FP32", "FP32"), objective)
+                gpu_transfer[(src, op.name)] = _value(edge_cost(net, spec, ops[src], "FP32", "FP32", op), objective)
             else:
-                cross[(src, op.name)] = {(du, dv): _value(edge_cost(net, spec, ops[src], NOMINAL[du], NOMINAL[dv]), objective)
+                cross[(src, op.name)] = {(du, dv): _value(edge_cost(net, spec, ops[src], NOMINAL[du], NOMINAL[dv], op),
+                                                            objective)
                                          for du in (GPU, PROMISE) for dv in (GPU, PROMISE)}
     last = net.ops[-1]
     boundary.setdefault(last.name, {GPU: 0.0, PROMISE: 0.0})
@@ -185,7 +186,7 @@ def knob_problem(net: TensorNetwork, spec, *, errors, l1_budget, l2_budget, gpu_
             for cv, kv in classes.items():
                 if (dst is None) != (cv == "host"):
                     continue
-                out[(cu, cv)] = _value(edge_cost(net, spec, src, ku, kv), objective)
+                out[(cu, cv)] = _value(edge_cost(net, spec, src, ku, kv, dst), objective)
         return out
 
     for op in net.ops:

@@ -56,11 +56,11 @@ def gradient_statistics(net: TensorNetwork, *, samples: int = 300) -> tuple[dict
             if op.op == "gemm":
                 norm = (inp * inp).sum(axis=1) * (g * g).sum(axis=1)
             else:
-                from solvermap.ir.workloads.approxhpvm_tensor_ops import im2col
+                from solvermap.ir.workloads.approxhpvm_tensor_ops import CONV3, im2col
 
                 gout = grads[op.name]
                 n, k, h, w = gout.shape
-                cols = im2col(values[op.inputs[0]]).reshape(n, h * w, -1)
+                cols = im2col(values[op.inputs[0]], op.window or CONV3).reshape(n, h * w, -1)
                 per_image = np.einsum("npc,npk->nck", cols, gout.transpose(0, 2, 3, 1).reshape(n, h * w, k))
                 norm = (per_image ** 2).sum(axis=(1, 2))
             e_w += float(np.sum(mask * norm / denom)) * w_range[op.param] ** 2

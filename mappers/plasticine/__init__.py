@@ -1,5 +1,7 @@
 """Plasticine / SARA pipeline (seed 004 §4.1–4.4): decompose → partition → merge, then simulate.
 
+0. A dataflow graph without actors (a DOT/GraphML/XML/JSON DFG) is first lowered to a VBDFG by
+   :func:`entry_graph` (:mod:`.dfg_lowering`); a graph that names its actors enters as it is.
 1. ``decompose`` (transform, §4.3.1): shard virtual memories that exceed a PMU's capacity or banks,
    rewrite BI/BO and insert request-merge and response actors (:mod:`.decomposition`).
 2. ``partition`` (decision, §4.3.2, Table 4.2): split every actor into PCU-sized partitions with
@@ -22,20 +24,37 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solvermap.errors import InfeasibleError
+from solvermap.errors import InfeasibleError, InputError
 
 from solvermap.formulations import partition as partition_model
 from solvermap.formulations.problems.partition import PartitionDecision
 from solvermap.hardware.plasticine import cost
 from solvermap.mappers.decisions import MERGE, PARTITION
 from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
-from solvermap.mappers.plasticine import decomposition, lowering, simulation, traversal
+from solvermap.ir.graph import DataflowGraph
+from solvermap.mappers.plasticine import decomposition, dfg_lowering, lowering, simulation, traversal
 from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end, size_estimate
 from solvermap.results import DecisionRecord
 
 
+def entry_graph(ctx: Context) -> DataflowGraph:
+    """The VBDFG a workload enters the pipeline as. A graph that names its actors (the built-in apps, or
+    a file that names them) is one already and is only checked; any other dataflow graph is lowered by
+    the generic DFG lowering (:mod:`.dfg_lowering`: one actor per loop, op costs from the op table)."""
+    graph = ctx.workload.ir
+    if not isinstance(graph, DataflowGraph):
+        raise InputError("", "workload", f"the plasticine pipeline maps dataflow graphs, got {type(graph).__name__}")
+    if not dfg_lowering.needs_lowering(graph):
+        return dfg_lowering.check_actors(graph)
+    lowered = dfg_lowering.lower(graph, ctx.target, ctx.workload.params)
+    actors = lowered.attrs["actors"]
+    fired = ", ".join(f"{name} x{actor['firings']}" for name, actor in actors.items())
+    ctx.say(f"lower: {len(graph)} DFG nodes -> {len(actors)} actors ({fired})")
+    return lowered
+
+
 def decompose_step(ctx: Context) -> None:
-    graph, shards = decomposition.decompose(ctx.workload.ir, ctx.target)
+    graph, shards = decomposition.decompose(entry_graph(ctx), ctx.target)
     ctx.state["vbdfg"] = graph
     ctx.state["shards"] = [{"memory": s.memory, "partitions": s.partitions, "reason": s.reason} for s in shards]
     if shards:

@@ -38,8 +38,9 @@ from solvermap.ir.workloads.plasticine_vbdfg import actor_of, firings_of
 
 
 def op_stages(spec: PlasticineSpec, op: str) -> int:
-    """Pipeline stages one operation occupies (a cross-lane reduction takes ``reduce_stages``)."""
-    return spec.reduction_stages() if op == "reduce" else 1
+    """Pipeline stages one operation occupies (a cross-lane reduction takes ``reduce_stages``, every other
+    operation what the target's op table says: one stage unless a preset says otherwise)."""
+    return spec.op_stages(op)
 
 
 def pcu_type(spec: PlasticineSpec, *, count: int | None = None) -> BinType:

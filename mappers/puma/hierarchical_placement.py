@@ -30,10 +30,11 @@ Bound  the larger of stage A's dual bound on bytes sent (every send crosses ≥ 
     :mod:`.placement_bounds` (message + router-crossing relaxations, ``bound_share`` of the time).
     The status is ``optimal`` only when the bound meets the objective. Stage records are combined
     (times summed).
-Budget  ``config.time_limit_s`` is split between the stages by one :class:`shared.WorkClock`: with
-    ``config.deterministic`` (the default) every stage is charged the deterministic work its solves
-    report, so the same config gives the same placement on any machine load (the certified bound's
-    column generation runs on the wall clock: its value may vary with load, it is valid regardless). A stage without an incumbent keeps its warm start (``kept_warm_start``).
+Budget  ``config.time_limit_s`` is split between the stages by one
+    :class:`~solvermap.formulations.strategy.Budget`: with ``config.deterministic`` (the default) every
+    stage is charged the deterministic work its solves report, and the certified bound's column
+    generation spends deterministic work too, so the same config gives the same placement, bound and
+    status on any machine load. A stage without an incumbent keeps its warm start (``kept_warm_start``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from solvermap.formulations import placement as shared
 from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.problems.placement import Item, Net, Placement, PlacementProblem, Site
 from solvermap.formulations.solver import SolveResult, SolverConfig, Status, relative_gap
+from solvermap.formulations.strategy import Budget
 from solvermap.hardware.puma.placement_problem import PumaPlacementProblem, hop_weighted_bytes
 from solvermap.hardware.puma.program import PumaPlacement, Slot
 
@@ -203,7 +205,7 @@ def _joint_assignment(problem: PumaPlacementProblem, tile_of: dict[str, int]) ->
 def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlacement | None = None) -> Solved[PumaPlacement]:
     records: list[SolveResult] = []
     details: dict[str, Any] = {"variant": problem.variant}
-    clock = shared.WorkClock(config)
+    clock = Budget(config)
     k = min(problem.min_tiles() + problem.extra_tiles, len(problem.compute_positions))
     lns = problem.lns_share if (clock.total is None or clock.total >= 2.0) else 0.0
     portfolio = _layer_order_portfolio(problem, k) or []
@@ -245,7 +247,7 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
 
         left = clock.left()
         budget = 60.0 if left is None else max(1.0, left, problem.bound_share * clock.total)
-        certified = lower_bound(problem, budget, [decision] + ([hint] if hint is not None else []), k)
+        certified = lower_bound(problem, budget, [decision] + ([hint] if hint is not None else []), k, config)
         details["certified_bound"] = certified.to_json()
         bound = max(bound, certified.value)
     bound = min(bound, value)
@@ -253,7 +255,8 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
     last = records[-1]
     merged = combine(records)
     result = SolveResult(status, value, bound, relative_gap(value, bound), merged.build_seconds, merged.solve_seconds,
-                         last.backend, last.solver_version, merged.limit_reached, "")
+                         last.backend, last.solver_version, merged.limit_reached, "", work=merged.work,
+                         backstop_fired=merged.backstop_fired or clock.backstop_fired)
     details["tiles_used"] = decision.tiles_used()
     return Solved(result, decision, [], details)
 
@@ -336,7 +339,7 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
     positions = position_problem(problem, groups, virtual)
     here = Placement({**{vt: f"pos{vt[2:]}" for vt in virtual},
                       **{name: f"io@{p}:{name}" for name, p in problem.io_positions.items()}})
-    solved = shared.solve(positions, clock.share(config, 0.05), here)
+    solved = shared.solve(positions, clock.portion(0.05), here)
     clock.charge(solved.details["work"])
     records.append(solved.result)
     if solved.decision is not None:
@@ -350,7 +353,7 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
 def _hierarchical(problem, config, hint, k, records, details, clock, share):
     grouping = tile_grouping_problem(problem, k)
     start_a = _tile_groups(problem, hint, k)
-    solved_a = shared.solve(grouping, clock.share(config, 0.65 * share), start_a)
+    solved_a = shared.solve(grouping, clock.portion(0.65 * share), start_a)
     clock.charge(solved_a.details["work"])
     records.append(solved_a.result)
     details["stage_a"] = {"objective_send_bytes": solved_a.result.objective, "bound": solved_a.result.bound,
@@ -365,7 +368,7 @@ def _hierarchical(problem, config, hint, k, records, details, clock, share):
     virtual = sorted(set(groups.values()), key=lambda v: int(v[2:]))
     positions = position_problem(problem, groups, virtual)
     start_b = _position_hint(problem, hint, groups, virtual)
-    solved_b = shared.solve(positions, clock.share(config, 0.35 * share), start_b)
+    solved_b = shared.solve(positions, clock.portion(0.35 * share), start_b)
     clock.charge(solved_b.details["work"])
     records.append(solved_b.result)
     details["stage_b"] = {"objective_hop_bytes": solved_b.result.objective, "bound": solved_b.result.bound,
@@ -393,7 +396,7 @@ def _joint(problem, config, hint, k, records, details, clock, share):
         assignment = {name: f"pos{slot.tile}" for name, slot in hint.slots.items()}
         assignment.update({name: f"io@{p}:{name}" for name, p in problem.io_positions.items()})
         start = Placement(assignment)
-    solved = shared.solve(joint, clock.share(config, share), start)
+    solved = shared.solve(joint, clock.portion(share), start)
     clock.charge(solved.details["work"])
     records.append(solved.result)
     details["joint"] = {"candidates": len(candidates), "objective_hop_bytes": solved.result.objective,
@@ -444,7 +447,7 @@ def _cores(problem, config, tile_of, hint, records, details, clock) -> dict[str,
         if hint is not None and all(hint.slots[n].tile == hint.slots[names[0]].tile for n in names) and \
                 len({hint.slots[n].core for n in names}) <= problem.spec.tile.cores:
             start = Placement({**{n: f"core{hint.slots[n].core}" for n in names}, MEM: MEM})
-        solved = shared.solve(sub, clock.share(config, share), start)
+        solved = shared.solve(sub, clock.portion(share), start)
         clock.charge(solved.details["work"])
         records.append(solved.result)
         decision = start

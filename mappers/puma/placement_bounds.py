@@ -55,6 +55,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvermap.formulations.solver import ModelBuilder, SolveResult, SolverConfig, solve_cpsat, solve_lp, solve_milp
+from solvermap.formulations.strategy import Budget
 from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import IO_INPUT, IO_OUTPUT, PumaPlacement
 
@@ -406,72 +408,59 @@ def _unit_model(st: Structure, cap_per_tile: int, max_tiles: int | None):
     return model, var, ub
 
 
-_DEBUG = False
-
 # --------------------------------------------------------------------------- column generation
 
 
 @dataclass
 class _Master:
-    """Restricted master LP (HiGHS) of a pattern relaxation: rows by name, λ columns, fixed extra columns."""
+    """Restricted master LP of a pattern relaxation (solved through the facade's :func:`solve_lp`): rows by
+    name, λ columns, fixed extra columns."""
 
     rows: dict[Any, int]
     sense: dict[Any, str]  # ">=", "<=", "="
     rhs: dict[Any, float]
-    highs: Any = None
-    columns: list = field(default_factory=list)  # (unit, q)
+    builder: Any = None
+    row_of: dict[Any, Any] = field(default_factory=dict)
 
     def build(self, extra: list[tuple[float, float, dict[Any, float]]], penalty: float = 1e7) -> None:
-        import highspy
-        import numpy as np
-
-        inf = highspy.kHighsInf
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        lo, hi = [], []
+        self.builder = ModelBuilder("puma-bound-master")
         for key in self.rows:
             r = self.rhs[key]
             s = self.sense[key]
-            lo.append(r if s in (">=", "=") else -inf)
-            hi.append(r if s in ("<=", "=") else inf)
-        h.addRows(len(lo), np.array(lo, dtype=float), np.array(hi, dtype=float), 0, np.array([], dtype=np.int32),
-                  np.array([], dtype=np.int32), np.array([], dtype=float))
-        self.highs = h
+            self.row_of[key] = self.builder.add_row(r if s in (">=", "=") else -math.inf,
+                                                    r if s in ("<=", "=") else math.inf, "cover", str(key))
         for cost, upper, coefs in extra:
             self.add(cost, upper, coefs)
         # artificial columns keep the LP feasible whatever the columns (cost far above any real bound)
         for key in self.rows:
             if self.sense[key] in (">=", "="):
-                self.add(penalty, inf, {key: 1.0})
+                self.add(penalty, math.inf, {key: 1.0})
             if self.sense[key] in ("<=", "="):
-                self.add(penalty, inf, {key: -1.0})
+                self.add(penalty, math.inf, {key: -1.0})
 
     def add(self, cost: float, upper: float, coefs: dict[Any, float], lower: float = 0.0) -> None:
-        import numpy as np
+        self.builder.add_column(float(cost), float(lower), float(upper),
+                                {self.row_of[k]: v for k, v in coefs.items() if v and k in self.rows})
 
-        items = [(self.rows[k], v) for k, v in coefs.items() if v and k in self.rows]
-        idx = np.array([i for i, _ in items], dtype=np.int32)
-        val = np.array([v for _, v in items], dtype=float)
-        self.highs.addCol(float(cost), float(lower), float(upper), len(items), idx, val)
-
-    def solve(self) -> tuple[float, dict[Any, float]]:
-        """LP value and row duals, clamped to their valid signs (≥ rows ≥ 0, ≤ rows ≤ 0) so that every
-        Lagrangian bound computed from them is valid whatever the LP's numerical noise."""
-        self.highs.run()
-        sol = self.highs.getSolution()
-        value = self.highs.getInfo().objective_function_value
+    def solve(self, config: SolverConfig) -> tuple[float, dict[Any, float], SolveResult]:
+        """LP value, row duals clamped to their valid signs (≥ rows ≥ 0, ≤ rows ≤ 0, so that every Lagrangian
+        bound computed from them is valid whatever the LP's numerical noise; 0 when the LP stopped unsolved)
+        and the solve's record."""
+        lp = solve_lp(self.builder, config)
+        value = lp.result.objective if lp.result.objective is not None else math.inf
         duals = {}
-        for key, i in self.rows.items():
-            y = sol.row_dual[i]
+        for key, row in self.row_of.items():
+            y = lp.duals.get(row, 0.0)
             if self.sense[key] == ">=":
                 y = max(0.0, y)
             elif self.sense[key] == "<=":
                 y = min(0.0, y)
             duals[key] = y
-        return value, duals
+        return value, duals, lp.result
 
 
-def _price(pricer: "_PricingMilp", cost: dict, rows: dict, duals: dict, limit: float) -> tuple[float, list[dict]]:
+def _price(pricer: "_PricingMilp", cost: dict, rows: dict, duals: dict,
+           config: SolverConfig) -> tuple[float, list[dict], SolveResult]:
     """min over patterns of cost − Σ dual × row coefficient: a valid lower bound on it and the improving
     pattern found (exact MILP, :class:`_PricingMilp`)."""
     f: dict[tuple, float] = dict(cost)
@@ -481,11 +470,11 @@ def _price(pricer: "_PricingMilp", cost: dict, rows: dict, duals: dict, limit: f
             continue
         for key, c in coefs.items():
             f[key] = f.get(key, 0.0) - y * c
-    bound, found = pricer.price(f, limit)
-    return bound, found
+    return pricer.price(f, config)
 
 
-def _heuristic_columns(st: Structure, cap: int, max_tiles: int | None, f: dict[tuple, float], limit: float) -> list[dict]:
+def _heuristic_columns(st: Structure, cap: int, max_tiles: int | None, f: dict[tuple, float],
+                       config: SolverConfig) -> tuple[list[dict], SolveResult]:
     """Improving patterns found fast by CP-SAT on :func:`_unit_model` (no bound claimed from it)."""
     from ortools.sat.python import cp_model
 
@@ -502,12 +491,8 @@ def _heuristic_columns(st: Structure, cap: int, max_tiles: int | None, f: dict[t
             if sum(v * q[k] for k, v in f.items()) < -1e-7 and len(found) < 40:
                 found.append(q)
 
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, limit)
-    solver.parameters.num_workers = 1
-    solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach Python
-    solver.Solve(model, Collector())
-    return found
+    result, _ = solve_cpsat(model, config.with_(backend="cpsat", threads=1), callback=Collector())
+    return found, result
 
 
 def _reduced_costs(cost: dict, rows: dict, duals: dict) -> dict[tuple, float]:
@@ -528,12 +513,7 @@ class _PricingMilp:
     type; each pricing round only changes the objective."""
 
     def __init__(self, st: Structure, cap_per_tile: int, max_tiles: int | None) -> None:
-        import highspy
-        import numpy as np
-
-        self.np = np
-        inf = highspy.kHighsInf
-        self.inf = inf
+        inf = math.inf
         cols_lo: list[float] = []
         cols_hi: list[float] = []
         integer: list[int] = []
@@ -604,42 +584,37 @@ class _PricingMilp:
             cv = var(("c", k), 0, link.count)
             row(-inf, 0, [(cv, 1)] + [(self.index[("e", link.src_grid, kk)], -link.per_source) for kk in link.src_classes])
             row(-inf, 0, [(cv, 1)] + [(self.index[("e", link.sink_grid, kk)], -link.per_sink) for kk in link.sink_classes])
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 1e-6)
-        h.setOptionValue("mip_abs_gap", 1e-6)
-        h.setOptionValue("threads", 1)
-        ncol = len(cols_lo)
-        h.addVars(ncol, np.array(cols_lo), np.array(cols_hi))
-        h.changeColsIntegrality(ncol, np.arange(ncol, dtype=np.int32), np.array(integer, dtype=np.uint8))
+        m = ModelBuilder("puma-bound-pricing")
+        columns = [m.add_column(0.0, lo, hi, {}, integer=bool(i)) for lo, hi, i in zip(cols_lo, cols_hi, integer)]
         for lo, hi, entries in rows:
-            h.addRow(lo, hi, len(entries), np.array([i for i, _ in entries], dtype=np.int32),
-                     np.array([v for _, v in entries], dtype=float))
-        self.h = h
-        self.ncol = ncol
+            terms: dict[Any, float] = {}
+            for i, v in entries:
+                terms[columns[i]] = terms.get(columns[i], 0.0) + v
+            m.add_row(lo, hi, "pattern", terms=terms)
+        self.builder = m
+        self.columns = columns
 
-    def price(self, f: dict[tuple, float], limit: float) -> tuple[float, list[dict]]:
-        np = self.np
-        cost = np.zeros(self.ncol)
+    def price(self, f: dict[tuple, float], config: SolverConfig) -> tuple[float, list[dict], SolveResult]:
+        """min Σ f·q over the patterns: a valid lower bound, the improving pattern found, the solve's record
+        (HiGHS through the facade, relative gap 1e-6, the work of ``config``)."""
+        cost: dict[Any, float] = {}
         for key, v in f.items():
             if key in self.index:
-                cost[self.index[key]] += v
-        self.h.changeColsCost(self.ncol, np.arange(self.ncol, dtype=np.int32), cost)
-        self.h.setOptionValue("time_limit", float(max(0.2, limit)))
-        self.h.run()
-        info = self.h.getInfo()
-        bound = info.mip_dual_bound
-
+                var = self.columns[self.index[key]]
+                cost[var] = cost.get(var, 0.0) + v
+        self.builder.set_objective(cost)
+        solution = solve_milp(self.builder, config.with_(backend="highs", threads=1, rel_gap=1e-6), use_hints=False)
+        result = solution.result
+        bound = result.bound if result.bound is not None else -math.inf
         found = []
-        if info.primal_solution_status == 2:  # feasible solution
-            x = self.h.getSolution().col_value
-            q = {key: int(round(x[i])) for key, i in self.index.items()}
+        if result.status.has_solution:
+            q = {key: int(round(solution.values[self.columns[i]])) for key, i in self.index.items()}
             if sum(v * q.get(k, 0) for k, v in f.items()) < -1e-7:
                 found.append(q)
         if not math.isfinite(bound):
             bound = -math.inf
-        # integral data, HiGHS' tolerances: a margin keeps the bound valid
-        return bound - 1e-6 * max(1.0, abs(bound)), found
+        # integral data, the solver's tolerances: a margin keeps the bound valid
+        return bound - 1e-6 * max(1.0, abs(bound)), found, result
 
 
 def _value(coefs: dict, q: dict) -> float:
@@ -699,11 +674,13 @@ class UnitType:
 
 
 def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, starts: list[PumaPlacement],
-                 types: list[UnitType], constant: float, time_limit: float, evaluate: bool) -> tuple[float, dict]:
+                 types: list[UnitType], constant: float, budget: Budget, evaluate: bool) -> tuple[float, dict]:
     """Column generation over unit patterns: master LP min Σ cost·λ s.t. covering rows, Σ tiles·λ ≤ K,
-    Σ_patterns of a type λ ≤ its count, isoperimetric (DP) cuts; priced exactly per type by CP-SAT.
+    Σ_patterns of a type λ ≤ its count, isoperimetric (DP) cuts; columns found by CP-SAT, priced exactly per
+    type by a HiGHS MILP; every solve through the facade, charged to ``budget`` (deterministic work).
     Returns the best Lagrangian bound (valid at every iteration, any duals) + ``constant``."""
     t0 = time.perf_counter()
+    spent_before = budget.elapsed()
     cap = problem.spec.mvmus_per_tile
     rows, sense, rhs = _covering_rows(st)
     by_router = types[0].max_tiles is not None
@@ -737,19 +714,32 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
     for placement in starts:
         for unit in unit_counts(problem, st, placement, by_router):
             add(type_of_router[unit["unit"]] if by_router else types[0], unit["q"], evaluate)
+    def master_solve() -> tuple[float, dict[Any, float]]:
+        config = budget.share(1.0)
+        value, duals, record = master.solve(config)
+        budget.charge_solve(record, config)
+        return value, duals
+
+    def left_now() -> float:
+        left = budget.left()
+        return math.inf if left is None else left
+
     if evaluate:  # the relaxation's value at the starts' own aggregates (validity check)
-        return master.solve()[0] + constant, {}
+        return master_solve()[0] + constant, {}
     best, iterations, lp, exact_every = -math.inf, 0, None, 0
     while True:
         iterations += 1
-        lp, duals = master.solve()
-        left = time_limit - (time.perf_counter() - t0)
+        lp, duals = master_solve()
+        left = left_now()
         added = 0
         # fast columns first; the exact pricing (which proves the bound) when they run dry
         for t in types:
             f = _reduced_costs(t.cost, rows, duals)
             f[("one",)] = f.get(("one",), 0.0) - duals[("conv", t.name)]
-            for q in _heuristic_columns(st, cap, t.max_tiles, f, min(1.0, max(0.05, left / (8 * len(types))))):
+            config = budget.config.with_(time_limit_s=min(1.0, max(0.05, left / (8 * len(types)))))
+            columns, record = _heuristic_columns(st, cap, t.max_tiles, f, config)
+            budget.charge_solve(record, config)
+            for q in columns:
                 add(t, q)
                 added += 1
         exact_every += 1
@@ -758,26 +748,25 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         exact_every = 0
         lagrangian = sum(duals[r] * rhs[r] for r in rows)
         for t in types:
-            limit = min(20.0, max(0.2, left / (2 * len(types))))
-            price, found = _price(pricers[t.name], t.cost, rows, duals, limit)
+            config = budget.config.with_(time_limit_s=min(20.0, max(0.2, left / (2 * len(types)))))
+            price, found, record = _price(pricers[t.name], t.cost, rows, duals, config)
+            budget.charge_solve(record, config)
             lagrangian += t.count * min(0.0, price)
             for q in found:
                 if _value(t.cost, q) - sum(duals[r] * v for r, v in coefs_of(t, q).items()) < -1e-7:
                     add(t, q)
                     added += 1
-        if _DEBUG:
-            print("cg", types[0].name, iterations, "lp", round(lp + constant, 1), "L", round(lagrangian + constant, 1), "added", added,
-                  round(time.perf_counter() - t0, 1), flush=True)
         best = max(best, lagrangian)
-        left = time_limit - (time.perf_counter() - t0)
-        if left <= 0.5 or not added or lp - best <= 1e-4 * max(1.0, abs(lp)):
+        if left_now() <= 0.5 or not added or lp - best <= 1e-4 * max(1.0, abs(lp)):
             break
-    return max(0.0, best + constant), {"iterations": iterations, "lp": lp + constant, "seconds": time.perf_counter() - t0}
+    return max(0.0, best + constant), {"iterations": iterations, "lp": lp + constant,
+                                       "work": budget.elapsed() - spent_before, "seconds": time.perf_counter() - t0}
 
 
-def message_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, time_limit: float,
+def message_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, work: float | Budget,
                   evaluate: bool = False) -> tuple[float, dict]:
-    """Lower bound on message bytes (every message between two tiles, ≥ 1 router each)."""
+    """Lower bound on message bytes (every message between two tiles, ≥ 1 router each), spending ``work``
+    (deterministic work units, or a :class:`Budget`)."""
     cost: dict[tuple, float] = {}
     constant = st.forced + sum(o.weight * o.count for o in st.outputs)
     for g, grid in enumerate(st.grids):
@@ -792,10 +781,10 @@ def message_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, st
         cost[("c", k)] = -link.weight
         constant += link.weight * link.count
     types = [UnitType("tile", None, k_tiles, cost)]
-    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, time_limit, evaluate)
+    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate)
 
 
-def crossing_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, time_limit: float,
+def crossing_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, work: float | Budget,
                    evaluate: bool = False) -> tuple[float, dict]:
     """Lower bound on router-crossing bytes: the same relaxation with routers as units (a message leaving
     a router crosses ≥ 1 more link; from the input router or to the output router exactly the manhattan
@@ -838,7 +827,12 @@ def crossing_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, s
                 key = ("e", out.src_grid, kk)
                 cost[key] = cost.get(key, 0.0) + out.weight * out.per_source_min * d_out
         types.append(UnitType(f"router{tiles}/{d_in}/{d_out}", tiles, len(members), cost, tuple(members)))
-    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, time_limit, evaluate)
+    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate)
+
+
+def _budget(work: float | Budget) -> Budget:
+    """``work`` as a budget: a number is that many deterministic work units (HiGHS and CP-SAT, one thread)."""
+    return work if isinstance(work, Budget) else Budget(SolverConfig(backend="highs", time_limit_s=work, threads=1))
 
 
 def _penalty(problem: PumaPlacementProblem) -> float:
@@ -870,19 +864,24 @@ class Bound:
         return dict(self.__dict__)
 
 
-def lower_bound(problem: PumaPlacementProblem, time_limit: float, start: PumaPlacement | list[PumaPlacement],
-                k_tiles: int | None = None) -> Bound:
+def lower_bound(problem: PumaPlacementProblem, work: float, start: PumaPlacement | list[PumaPlacement],
+                k_tiles: int | None = None, config: SolverConfig | None = None) -> Bound:
     """Certified lower bound on the hop-weighted bytes of every placement on at most ``k_tiles`` tiles
-    (default: the problem's minimum + ``extra_tiles``): message bound + crossing bound (column
-    generation; the message bound gets 40 % of ``time_limit``, the crossing bound the rest), rounded
-    down to a whole byte. ``start`` (valid placements; those on ≤ K tiles are used) seeds the columns."""
+    (default: the problem's minimum + ``extra_tiles``): message bound + crossing bound (column generation;
+    the message bound gets 40 % of ``work``, the crossing bound the rest), rounded down to a whole byte.
+    ``work`` is deterministic work (:mod:`solvermap.formulations.strategy`), so the bound — which decides
+    whether a placement is reported optimal — does not depend on machine load; ``config`` gives the seed
+    and the deterministic switch. ``start`` (valid placements; those on ≤ K tiles are used) seeds the columns."""
     t0 = time.perf_counter()
     k = k_tiles or min(problem.min_tiles() + problem.extra_tiles, len(problem.compute_positions))
     st = structure(problem)
     if not _starts(start, k):
         return Bound(0.0, 0.0, 0.0, k, 0.0, st.ignored, {"skipped": "no start placement on at most K tiles"})
-    m_value, m_info = message_bound(problem, st, k, start, 0.4 * time_limit)
-    c_value, c_info = crossing_bound(problem, st, k, start, max(0.5, time_limit - (time.perf_counter() - t0)))
+    base = (config or SolverConfig()).with_(backend="highs", threads=1, time_limit_s=work)
+    budget = Budget(base)
+    m_value, m_info = message_bound(problem, st, k, start, Budget(base.with_(time_limit_s=0.4 * work)))
+    budget.charge(m_info.get("work", 0.0))
+    c_value, c_info = crossing_bound(problem, st, k, start, Budget(base.with_(time_limit_s=max(0.5, budget.left()))))
     value = float(math.floor(m_value + c_value + 1e-6))
     return Bound(value, float(m_value), float(c_value), k, time.perf_counter() - t0, st.ignored,
                  {"messages": m_info, "crossings": c_info})

@@ -48,6 +48,7 @@ from pathlib import Path
 from solvermap.formulations import knob_mapping
 from solvermap.formulations.problems.accuracy_budget import BudgetConfiguration, decision_for, modelled_loss, total_cost
 from solvermap.formulations.solver import SolverConfig
+from solvermap.hardware.approxhpvm.calibration import SEED_SETTINGS
 from solvermap.hardware.checks import accuracy_budget as budget_check
 from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
@@ -60,6 +61,7 @@ from solvermap.mappers.approxhpvm import (
     new_ledger,
     select_mapping,
 )
+from solvermap.mappers.approxhpvm.layer_screen import layer_screen
 from solvermap.mappers.approxhpvm.optuna_search import search
 from solvermap.mappers.approxhpvm.problems import gpu_groups_for, knob_problem
 from solvermap.mappers.approxhpvm.profiling import injection_monte_carlo
@@ -73,13 +75,7 @@ TIME_LIMIT_S = 30.0  # every MILP / convex solve
 KNOB_TIME_LIMIT_S = 10.0
 MAX_KNOB_VALIDATIONS = 6  # the knobs step's default (decisions.knobs.max_validations)
 
-# Seed 000 Fig. 5.9 (L1230–1240) and Fig. 5.8 (L1209–1226) as printed (some strings are shorter than the network).
-SEED_SETTINGS = {
-    0.01: {"lenet": ("FP16-P6-P6", "FP16-P6-P6-FP16", "FP16-P6-P7-FP16"), "dnn1": ("P7-P7", "P7-FP16", "P7-FP32"),
-           "dnn2": ("P7-P7-P7", "P7-FP16-P7", "P7-FP32-FP32"), "dnn3": ("P7-P7-P6-P7", "P6-P7-P7-FP16", "P6-FP16-FP16")},
-    0.02: {"lenet": ("FP16-P4-P4-P6", "FP16-P5-P4-P6", "FP16-P4-P6-FP16"), "dnn1": ("P5-P6", "P5-P7", "P6-P6"),
-           "dnn2": ("P5-P4-P4", "P5-P5-P4", "P5-P5-P5"), "dnn3": ("P4-P4-P5", "P4-P4-P6", "P4-FP16-P4-P4")},
-}
+# Seed 000 Fig. 5.9 (L1230–1240, as printed: some strings are shorter than the network) and Fig. 5.8 (L1209–1226).
 SEED_FP32 = {"lenet": 98.9, "dnn1": 90.23, "dnn2": 94.24, "dnn3": 94.93}
 SEED_ACCURACY = {
     0.01: {"lenet": ("98.83±0.07", "98.87±0.04", "98.87±0.06"), "dnn1": ("89.99±0.22", "90.19±0.13", "90.18±0.14"),
@@ -94,9 +90,9 @@ SEED_ENERGY = {0.01: "1.8-6.6", 0.02: "2.5-8.3"}
 # ---------------------------------------------------------------------- the solver path (the pipeline)
 
 
-def run_pipeline(name: str, limit: float, spec):
-    options = {"budget": {"loss_limit": limit, "top": 1, "optuna_trials": 0, "repeats": 2},
-               "knobs": {"mc_runs": MC}}
+def run_pipeline(name: str, limit: float, spec, mc: int = MC, repeats: int = 2, layer_screen: bool = False):
+    options = {"budget": {"loss_limit": limit, "top": 1, "optuna_trials": 0, "repeats": repeats},
+               "knobs": {"mc_runs": mc, "layer_screen": layer_screen}}
     marks: dict[str, float] = {}
 
     def progress(message: str) -> None:  # the pipeline announces each step; keep the first time of each
@@ -126,8 +122,10 @@ def mapped(ctx: Context, levels: dict[str, int], failed=()):
     return solved, kp
 
 
-def configuration_rows(name: str, limit: float, ctx: Context, records, seconds: float, steps: dict) -> list[dict]:
+def configuration_rows(name: str, limit: float, ctx: Context, records, seconds: float, steps: dict,
+                       mc: int = MC) -> list[dict]:
     net = ctx.state["network"]
+    seed_name = name.removesuffix("_mnist")  # the seed-shaped networks compare with the same seed rows
     knobs = records[-1]
     budget = next(r for r in records if r.decision == "budget")
     chosen = knobs.validation["budget_levels"]
@@ -155,10 +153,14 @@ def configuration_rows(name: str, limit: float, ctx: Context, records, seconds: 
                     return None
                 return MappingCandidate(again.result.objective, 0, again.decision, kp2, ())
 
+            screen = None
+            if ctx.option("knobs", "layer_screen", False):  # the knobs step's layer screen, as the pipeline ran it
+                screen = layer_screen(net, ctx.target, runs=mc, loss_limit=limit, seed=ctx.seed,
+                                      pass_rate=ctx.target.pass_rate)
             selection = select_mapping([MappingCandidate(solved.result.objective, 0, solved.decision, kp, ())],
-                                       resolve=resolve, max_validations=MAX_KNOB_VALIDATIONS,
+                                       resolve=resolve, max_validations=MAX_KNOB_VALIDATIONS, screen=screen,
                                        validate=lambda cand: knob_validation(ctx, net, cand.decision, cand.problem,
-                                                                             MC, limit))
+                                                                             mc, limit))
             v, energy, status = selection.validation, selection.chosen.value, selection.status
         items.append((v["energy_j"], levels == chosen, c, v, energy, status))
     items.sort(key=lambda item: (not item[1] or not item[3]["meets_loss_limit"], item[0]))  # the pipeline's pick first
@@ -168,12 +170,12 @@ def configuration_rows(name: str, limit: float, ctx: Context, records, seconds: 
         rows.append({
             "network": name, "loss_limit": limit, "rank": f"C{rank}", "pipeline_choice": is_chosen,
             "budget_cost_function": "+".join(functions[tuple(sorted(c.levels.items()))]), "settings": "-".join(v["layer_settings"][l] for l in net.layers),
-            "seed_settings": SEED_SETTINGS[limit][name][seed] if seed is not None else "",
+            "seed_settings": SEED_SETTINGS[limit][seed_name][seed] if seed is not None else "",
             "speedup": v["speedup"], "energy_reduction": v["energy_reduction"],
             "seed_speedup_range": SEED_SPEEDUP, "seed_energy_range": SEED_ENERGY[limit],
             "accuracy_fp32": v["golden_accuracy"], "accuracy_mean": v["accuracy_mean"], "accuracy_std": v["accuracy_std"],
-            "seed_accuracy_fp32": SEED_FP32[name],
-            "seed_accuracy": SEED_ACCURACY[limit][name][seed] if seed is not None else "",
+            "seed_accuracy_fp32": SEED_FP32[seed_name],
+            "seed_accuracy": SEED_ACCURACY[limit][seed_name][seed] if seed is not None else "",
             "pass_rate": v["pass_rate"], "mc_runs": v["mc_runs"], "meets_loss_limit": v["meets_loss_limit"],
             "status": status,
             "budget_pass_rate": c.pass_rate, "budget_mc_runs": c.runs,

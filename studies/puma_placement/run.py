@@ -22,9 +22,10 @@ accuracy are in :mod:`.functional`.)
 lstm_lm). Writes placement.csv (every method), placement_summary.csv (one row per workload: solver ÷
 best baseline and ÷ each baseline, status, gap, certified bound, latency/throughput/energy change),
 replication.csv, placement_ratios.png and replication.png. The time limits are deterministic work
-budgets (CP-SAT deterministic seconds, split between stages by work spent), so placements repeat
-exactly; the ``seconds`` columns are wall-clock on a shared 2-core machine and noisy, and the certified
-bound's column generation runs on the wall clock (its value may vary a little between runs).
+budgets (CP-SAT deterministic seconds, split between stages by work spent; the certified bound's column
+generation spends work too: HiGHS nodes and simplex iterations, CP-SAT deterministic time), so placements,
+bounds and statuses repeat exactly; the ``seconds`` columns are wall-clock on a shared 2-core machine and
+noisy.
 """
 
 from __future__ import annotations

@@ -51,3 +51,30 @@ def config(backend: str = "cpsat", **kw) -> SolverConfig:
 
 
 MILP_BACKENDS = milp_backends("cpsat", "highs", "scip", *PYOMO)  # the enumerated-optimum tests
+
+
+KNOBS_RUN_ARGS = ("solve", "knobs", "--workload", "dnn1", "--target", "promise-soc", "--time-limit", "20", "--json",
+                  "--set", "decisions.budget.optuna_trials=0", "--set", "decisions.budget.top=1",
+                  "--set", "decisions.budget.repeats=1", "--set", "decisions.budget.mc_runs=10",
+                  "--set", "decisions.knobs.mc_runs=10")
+
+
+@pytest.fixture(scope="session")
+def knobs_run(tmp_path_factory):
+    """One ``solvermap solve knobs`` on dnn1 with small Monte Carlo counts that also exports its configuration
+    (``export.hpvm_config``): its record (from the run directory) and the exported file. The CLI runs in-process."""
+    import json
+    import sys
+
+    from solvermap.cli import main
+
+    base = tmp_path_factory.mktemp("knobs_run")
+    exported = base / "confs.txt"
+    argv = ["solvermap", *KNOBS_RUN_ARGS, "--set", f"export.hpvm_config={exported}", "--out", str(base / "run"), "-q"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+            raise SystemExit(0)
+    assert (exit_info.value.code or 0) == 0
+    return json.loads((base / "run" / "records.json").read_text()), exported

@@ -42,16 +42,10 @@ def test_solve_fuse_json_contract(monkeypatch, capsys, tmp_path):
     assert (tmp_path / "run").is_dir()
 
 
-def test_solve_knobs_json_validation_carries_the_monte_carlo_and_speedup_keys(monkeypatch, capsys, tmp_path):
+def test_solve_knobs_json_validation_carries_the_monte_carlo_and_speedup_keys(knobs_run):
     # Small Monte Carlo counts: this is the interface test; the acceptance test (≥ 95 of 100 runs) is in
-    # test_budget.py and runs the full 100.
-    code, out, err = run_cli(monkeypatch, capsys, tmp_path, "solve", "knobs", "--workload", "dnn1", "--target",
-                             "promise-soc", "--time-limit", "20", "--json",
-                             "--set", "decisions.budget.optuna_trials=0", "--set", "decisions.budget.top=1",
-                             "--set", "decisions.budget.repeats=1", "--set", "decisions.budget.mc_runs=10",
-                             "--set", "decisions.knobs.mc_runs=10")
-    assert code == 0, err
-    record = json.loads(out)
+    # test_budget.py and runs the full 100. The run (conftest.knobs_run) is the one the export tests read.
+    record, _ = knobs_run
     assert record["decision"] == "knobs" and record["check"]["ok"]
     v = record["validation"]
     assert {"pass_rate", "accuracy_mean", "accuracy_std", "speedup", "energy_reduction"} <= set(v)
@@ -81,13 +75,13 @@ def test_loss_limit_outside_0_1_is_a_one_line_error(monkeypatch, capsys, tmp_pat
 def test_unsupported_op_in_a_graph_file_is_a_one_line_error(monkeypatch, capsys, tmp_path):
     g = DataflowGraph("net")
     g.add_node("x", "io", op="input")
-    g.add_node("sm", op="softmax")
+    g.add_node("sm", op="lstm")
     g.add_edge("x", "sm")
     path = tmp_path / "net.json"
     save(g, path)
     code, _, err = run_cli(monkeypatch, capsys, tmp_path, "solve", "fuse", "--workload", str(path), "--target",
                            "promise-soc")
-    assert code == 2 and len(error_lines(err)) == 1 and "unsupported tensor op 'softmax'" in err
+    assert code == 2 and len(error_lines(err)) == 1 and "unsupported tensor op 'lstm'" in err
     assert "Traceback" not in err
 
 

@@ -268,3 +268,32 @@ def test_mapping_selection_never_reports_a_failing_mapping_as_meeting_the_limit(
                                    max_validations=2, fallback=fallback)
         assert selection.status == "loss-limit-not-met" and not selection.validation["meets_loss_limit"]
         assert selection.validations == (2 if fallback is None else 3)
+
+
+def test_layer_screen_cuts_only_the_layers_that_fail_alone(dnn1, spec):
+    from solvermap.hardware.approxhpvm.calibration import layer_knobs
+    from solvermap.mappers.approxhpvm.layer_screen import layer_screen
+
+    screen = layer_screen(dnn1, spec, runs=4, loss_limit=0.01, seed=0, pass_rate=0.95)
+    cuts = screen(layer_knobs(dnn1, "P1-P7"))  # fc1 on P1 loses > 1 % alone; fc2 on P7 does not
+    assert cuts == [layer_knobs(dnn1, "P1-FP32")] and len(screen.tested) == 2
+
+
+def test_mapping_selection_adds_the_screen_cuts_after_a_failure():
+    from solvermap.mappers.approxhpvm import MappingCandidate, select_mapping
+
+    class P:
+        ops = ("a", "b")
+
+    noisy, safe = {"a": "P1", "b": "P2"}, {"a": "P3", "b": "P2"}
+    layer_cut = {"a": "P1", "b": "FP32"}  # "a at P1 or less accurate, anything for b"
+    pool = [MappingCandidate(1.0, 0, KnobDecision(noisy), P(), ())]
+    seen_cuts = []
+
+    def resolve(c, failed):
+        seen_cuts.append(failed)
+        return MappingCandidate(2.0, c.index, KnobDecision(safe), P(), ())
+
+    selection = select_mapping(pool, resolve=resolve, validate=lambda c: {"meets_loss_limit": c.decision.knobs == safe},
+                               max_validations=5, screen=lambda knobs: [layer_cut])
+    assert seen_cuts == [(noisy, layer_cut)] and selection.chosen.decision.knobs == safe

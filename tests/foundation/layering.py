@@ -51,7 +51,6 @@ from pathlib import Path
 #: their own (no objective, no solve); a formulation may import them.
 MODEL_PARTS = {
     "solvermap.formulations.tree_flow": "the tree-flow families of the routing and link-split models",
-    "solvermap.formulations.partition_layers": "the partition formulation's layered primal model",
 }
 
 BELOW_MAPPERS = {"root", "ir", "facade", "problems", "model-part", "formulation", "checker", "hardware", "run"}
@@ -81,6 +80,7 @@ ROOT_LAYERS = {
     "solvermap.config": "run",
     "solvermap.runs": "run",
     "solvermap.cli": "cli",
+    "solvermap.hpvm_config_command": "cli",
 }
 SUBPACKAGE_LAYERS = {
     "solvermap.ir": "ir",
@@ -89,7 +89,8 @@ SUBPACKAGE_LAYERS = {
     "solvermap.search": "search",
     "solvermap.studies": "studies",
 }
-FACADE = ("solvermap.formulations.solver", "solvermap.formulations.decision", "solvermap.formulations.pyomo_backend")
+FACADE = ("solvermap.formulations.solver", "solvermap.formulations.decision", "solvermap.formulations.pyomo_backend",
+          "solvermap.formulations.strategy")
 
 
 def _within(module: str, package: str) -> bool:

@@ -8,6 +8,7 @@ import pytest
 
 from solvermap.errors import ConfigError
 from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition import solves, two_phase
 from solvermap.formulations.problems.partition import Retiming, objective
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.partition import check
@@ -26,9 +27,9 @@ def test_delay_relaxation_never_refutes_a_level_the_optimum_reaches(case, backen
     expected = optimum(problem)
     columns = formulation.convex_bins(problem)
     config = SolverConfig(backend=backend, time_limit_s=20)
-    relaxed = formulation._solve_level(problem, config, _one_bin_each(problem), columns, None, None)
+    relaxed = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, None)
     assert relaxed.result.status == Status.OPTIMAL and relaxed.result.objective <= expected + 1e-9
-    level = formulation._solve_level(problem, config, _one_bin_each(problem), columns, None, expected)
+    level = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, expected)
     assert level.result.status == Status.OPTIMAL
 
 
@@ -39,7 +40,7 @@ def test_delay_relaxation_refutes_a_level_below_the_optimum(backend):
     columns = formulation.convex_bins(problem)
     config = SolverConfig(backend=backend, time_limit_s=20)
     assert optimum(problem) == 5
-    refuted = formulation._solve_level(problem, config, _one_bin_each(problem), columns, None, 4)
+    refuted = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, 4)
     assert refuted.result.status == Status.INFEASIBLE
 
 
@@ -60,8 +61,8 @@ def test_neighbourhood_search_never_ends_worse_than_its_start_and_repeats_itself
     problem = instances.random_dag(seed, n=6, retiming=Retiming(1, 0))
     start = _one_bin_each(problem)
     config = SolverConfig(backend="scip" if "scip" in BACKENDS else "cpsat", time_limit_s=5, seed=1)
-    first = formulation._neighbourhood_search(problem, config, start, 0.0, None)
-    again = formulation._neighbourhood_search(problem, config, start, 0.0, None)
+    first = two_phase.neighbourhood_search(problem, config, start, 0.0, None)
+    again = two_phase.neighbourhood_search(problem, config, start, 0.0, None)
     assert check(problem, first.decision).ok
     assert objective(problem, first.decision) <= objective(problem, start)
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from solvermap.formulations import partition as formulation
-from solvermap.formulations import partition_layers as layers
+from solvermap.formulations.partition import layers
 from solvermap.formulations.problems.partition import Retiming, Weights, objective
 from solvermap.formulations.solver import SolverConfig, Status, solve_milp
 from solvermap.hardware.checks.partition import check

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition import chunks
 from solvermap.formulations.problems.partition import (
     BinType,
     Item,
@@ -59,8 +60,8 @@ def test_the_schedule_keeps_fixed_source_delays_apart():
 
 @pytest.mark.parametrize("retiming", [Retiming(3, 4), None], ids=["retiming", "no-retiming"])
 def test_a_large_cluster_is_solved_in_chunks_no_worse_than_its_warm_start(monkeypatch, retiming):
-    monkeypatch.setattr(formulation, "CHUNK_ITEMS", 30)
-    monkeypatch.setattr(formulation, "CHUNK_SIZE", 12)
+    monkeypatch.setattr(formulation.SETTINGS, "chunk_items", 30)
+    monkeypatch.setattr(formulation.SETTINGS, "chunk_size", 12)
     problem = instances.random_dag(7, n=40, retiming=retiming)
     problem = dataclasses.replace(problem, bin_types=(BinType("pcu", {"stages": 6}, inputs={"vector": 4, "scalar": 4},
                                                               outputs={"vector": 2, "scalar": 2}),))
@@ -77,8 +78,8 @@ def test_a_large_cluster_is_solved_in_chunks_no_worse_than_its_warm_start(monkey
 def test_order_links_across_chunks_hold_in_the_joined_schedule(monkeypatch):
     """Order-only links (a path that leaves the actor and comes back) carry no value, so no chunk fixes
     a delay for them; the joined schedule must still start the later bin no earlier than the earlier."""
-    monkeypatch.setattr(formulation, "CHUNK_ITEMS", 30)
-    monkeypatch.setattr(formulation, "CHUNK_SIZE", 12)
+    monkeypatch.setattr(formulation.SETTINGS, "chunk_items", 30)
+    monkeypatch.setattr(formulation.SETTINGS, "chunk_size", 12)
     base = instances.random_dag(7, n=40, retiming=Retiming(3, 4))
     order = tuple(Link(f"n{k}", f"n{k + 20}", "order", "order", order_only=True) for k in range(0, 20, 3))
     pcu = BinType("pcu", {"stages": 6}, inputs={"vector": 4, "scalar": 4}, outputs={"vector": 2, "scalar": 2})
@@ -95,11 +96,11 @@ def test_schedule_holds_rejects_a_bin_that_starts_before_its_order_predecessor()
     problem = dataclasses.replace(two_readers(), links=two_readers().links[:2] + (
         Link("a", "b", "order", "order", order_only=True), Link("b", "out", kind="scalar")))
     good = complete(problem, {"a": 0, "b": 1}, {0: "pcu", 1: "pcu"})
-    assert formulation._schedule_holds(problem, good)
+    assert chunks.schedule_holds(problem, good)
     early = dataclasses.replace(good, delays={0: good.delays[0], 1: good.delays[0] - 1})
-    assert not formulation._schedule_holds(problem, early)
+    assert not chunks.schedule_holds(problem, early)
     late_value = dataclasses.replace(good, source_delays={k: v + 5 for k, v in good.source_delays.items()})
-    assert not formulation._schedule_holds(problem, late_value)
+    assert not chunks.schedule_holds(problem, late_value)
 
 
 def read_outside(at: int) -> PartitionProblem:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition import solves, two_phase
 from solvermap.formulations.problems.partition import (
     BinType,
     Item,
@@ -14,7 +17,9 @@ from solvermap.formulations.problems.partition import (
     complete,
     objective,
 )
-from solvermap.formulations.solver import SolverConfig, Status, available_backends
+from solvermap.formulations.decision import Solved
+from solvermap.formulations.solver import SolveResult, SolverConfig, Status, available_backends, solve_milp
+from solvermap.formulations.strategy import MIN_SOLVE_WORK
 from solvermap.hardware.checks.partition import check
 from tests.backends import PYOMO, milp_backends
 
@@ -138,9 +143,9 @@ def test_cycle_cuts_turn_the_cyclic_cover_into_the_acyclic_optimum(backend):
     problem = instances.crossing_pairs()
     columns = formulation.convex_bins(problem)
     config = SolverConfig(backend=backend, time_limit_s=20)
-    plain = formulation.solve_milp(formulation.build_columns(problem, config, columns=columns).builder, config)
+    plain = solve_milp(formulation.build_columns(problem, config, columns=columns).builder, config)
     assert plain.result.objective == pytest.approx(2)  # the cover alone: {a1, a2} {b1, b2}, a cycle
-    solved = formulation._solve_columns(problem, config, None, False, columns, None)
+    solved = solves.solve_columns(problem, config, None, False, columns, None)
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(3)
     assert check(problem, solved.decision).ok and solved.details["cut_rounds"][0]["cycles"] >= 1
 
@@ -151,24 +156,24 @@ def test_same_config_gives_the_same_partition_on_a_slower_clock(case, monkeypatc
     problem = CASES[case]()
     config = SolverConfig(backend="cpsat", time_limit_s=1.0, seed=0)
     budgets: list[float] = []
-    real_solve = formulation.solve_milp
+    real_solve = solves.solve_milp
 
     def recording(builder, cfg, **kwargs):
         budgets.append(cfg.time_limit_s)
         return real_solve(builder, cfg, **kwargs)
 
-    monkeypatch.setattr(formulation, "solve_milp", recording)
+    monkeypatch.setattr(solves, "solve_milp", recording)
     first = formulation.solve(problem, config)
     first_budgets, budgets[:] = list(budgets), []
-    real = formulation.time.perf_counter
+    real = time.perf_counter
     origin = real()
-    monkeypatch.setattr(formulation.time, "perf_counter", lambda: origin + 1.5 * (real() - origin))  # a 1.5× slower machine
+    monkeypatch.setattr(time, "perf_counter", lambda: origin + 1.5 * (real() - origin))  # a 1.5× slower machine
     second = formulation.solve(problem, config)
     assert len(first_budgets) >= 2  # the budget was split between solves
     assert budgets == first_budgets
     assert second.decision == first.decision
     assert second.result.objective == first.result.objective and second.result.bound == first.result.bound
-    assert second.details["work"] == first.details["work"] <= config.time_limit_s + formulation.MIN_SOLVE_WORK + 1e-9
+    assert second.details["work"] == first.details["work"] <= config.time_limit_s + MIN_SOLVE_WORK + 1e-9
 
 
 ZERO_RETIMING_CASES = {
@@ -188,7 +193,7 @@ def test_zero_retiming_model_reaches_the_enumerated_zero_retiming_optimum(case, 
     expected = optimum(problem, max_retiming=0)
     config = SolverConfig(backend=backend, time_limit_s=20)
     built = formulation.build(problem, config, slots=len(problem.items), max_retiming=0)
-    solution = formulation.solve_milp(built.builder, config)
+    solution = solve_milp(built.builder, config)
     if expected is None:
         assert solution.result.status == Status.INFEASIBLE
         return
@@ -201,15 +206,15 @@ def test_zero_retiming_model_reaches_the_enumerated_zero_retiming_optimum(case, 
 def _joint_without_proof(monkeypatch) -> None:
     """Phase B's uncapped joint model returns its warm start unproven, as when its share of the budget runs
     out (blackscholes), so that the capped steps after it run."""
-    real = formulation._solve_slots
+    real = solves.solve_slots
 
     def solve_slots(problem, config, hint, variant, explain, **kwargs):
         if kwargs.get("max_retiming") is None and kwargs.get("slots") is None and problem.retiming is not None:
-            return formulation.Solved(formulation.SolveResult(Status.FEASIBLE, objective(problem, hint), 0.0),
+            return Solved(SolveResult(Status.FEASIBLE, objective(problem, hint), 0.0),
                                       hint, [], {})
         return real(problem, config, hint, variant, explain, **kwargs)
 
-    monkeypatch.setattr(formulation, "_solve_slots", solve_slots)
+    monkeypatch.setattr(two_phase, "solve_slots", solve_slots)
 
 
 def _one_bin_each(problem: PartitionProblem):

@@ -81,3 +81,19 @@ def test_solver_splits_its_budget_by_work_so_a_slower_clock_gives_the_same_place
     monkeypatch.setattr(clock, "perf_counter", lambda: origin + 1.25 * (real() - origin))  # a 1.25× slower machine
     second = hierarchical_placement.solve(problem, config, hint)
     assert second.decision == first.decision
+    assert (second.result.status, second.result.bound) == (first.result.status, first.result.bound)
+
+
+def test_certified_bound_is_the_same_on_a_slower_clock(small, monkeypatch):
+    """The bound (which decides OPTIMAL vs FEASIBLE) spends deterministic work, so load cannot change it."""
+    import time as clock
+
+    problem = small["mlp"]
+    starts = [BASELINES[b](problem) for b in ("row_major", "col_major")]
+    first = placement_bounds.lower_bound(problem, 2, starts)
+    real = clock.perf_counter
+    origin = real()
+    monkeypatch.setattr(clock, "perf_counter", lambda: origin + 1.5 * (real() - origin))  # a 1.5× slower machine
+    second = placement_bounds.lower_bound(problem, 2, starts)
+    assert (second.value, second.messages, second.crossings) == (first.value, first.messages, first.crossings)
+    assert second.details["messages"]["iterations"] == first.details["messages"]["iterations"]

@@ -256,21 +256,10 @@ def test_lns_improves_a_spread_start_on_an_instance_too_big_to_enumerate():
     assert improved.result.bound <= objective(problem, improved.decision) + 1e-9
 
 
-def test_work_clock_counts_only_charged_work_when_deterministic():
-    clock = formulation.WorkClock(SolverConfig(time_limit_s=10.0))
-    clock.charge(2.5)
-    clock.charge(-1.0)  # nothing is refunded
-    assert clock.left() == pytest.approx(7.5)
-    assert clock.share(SolverConfig(time_limit_s=10.0), 0.9).time_limit_s == pytest.approx(7.5)
-    assert clock.share(SolverConfig(time_limit_s=10.0), 0.1).time_limit_s == pytest.approx(1.0)
-    wall = formulation.WorkClock(SolverConfig(time_limit_s=10.0, deterministic=False))
-    wall.charge(5.0)  # a wall-clock budget ignores charges
-    assert wall.left() > 9.0
-
-
 def test_solve_reports_the_deterministic_work_it_spent():
     problem = lns_problem()
     solved = formulation.solve(problem, SolverConfig(backend="cpsat", time_limit_s=0.3))
     assert 0 < solved.details["work"] <= 0.3 + 0.05
     milp = formulation.solve(CASES["grid"], SolverConfig(backend="highs", time_limit_s=2))
-    assert milp.details["work"] == pytest.approx(2.0)  # backends without deterministic time are charged their budget
+    assert milp.result.status == Status.OPTIMAL  # HiGHS is charged the nodes and iterations it reports
+    assert formulation.MIN_SOLVE_WORK <= milp.details["work"] == max(formulation.MIN_SOLVE_WORK, milp.result.work) < 2.0

@@ -1,16 +1,14 @@
 """The layered column model: a primal search for retiming partition problems (seed 004 Table 4.2, L599–608).
 
-Part of the partition formulation (:mod:`solvermap.formulations.partition`, which calls it in phase B on
-LP-based backends). A bin is a convex column placed at a layer t ∈ 1..T and runs at delay L·t; an external
+Part of the partition formulation (:mod:`.two_phase` calls it in phase B on LP-based backends). A bin is a convex column placed at a layer t ∈ 1..T and runs at delay L·t; an external
 value sits at a layer 0..T−1. Delays that are multiples of the hop latency L are a subset of all schedules,
 so every solution of this model is a solution of the problem: a *primal* model. Its optimum is an upper
 bound; its solver bound bounds only the layered solutions with T layers, never the problem. Within it
 the cover, the schedule and the retiming per reading bin are the problem's own, and the LP is a
 time-indexed set partition (no big-M), so an LP-based branch and bound does well on it where the slot
-model's big-M schedule does not (blackscholes: HiGHS finds and proves the layered optimum 16 with T = 9
-in 34–43 s; CP-SAT's optimum of the whole problem is 16).
+model's big-M schedule does not.
 
-Sets      columns c (convex item sets that fit a bin, :func:`~solvermap.formulations.partition.convex_bins`)
+Sets      columns c (convex item sets that fit a bin, :func:`~solvermap.formulations.partition.columns.convex_bins`)
           with their types k; layers t ∈ [a_c, b_c] ⊆ 1..T (:func:`layer_windows`); external values v
           (source keys) at layers 0..T−1; retiming steps K = {k ≥ 1 : f(k) > f(k−1)}, f(k) the retiming
           bins a link needs across k layers (skew L·k − L, ``Retiming.required``).
@@ -41,7 +39,7 @@ Scope     acyclic problems with retiming, no fixed delays (``fixed_sources`` / `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from solvermap.formulations.problems.partition import (
@@ -151,7 +149,9 @@ class LayerModel:
     layers: int
     x: dict[tuple[int, int, int], Any]  # (column, type, layer) -> chosen
     source: dict[tuple[SourceKey, int], Any]  # (external value, layer) -> chosen
-    cost: Any
+    cost: Any = None
+    placed: dict[str, list[tuple[int, int, Any]]] = field(default_factory=dict)  # item -> (column, layer, var)
+    members: list[frozenset[str]] = field(default_factory=list)
 
 
 def retiming_steps(problem: PartitionProblem, layers: int) -> dict[int, int]:
@@ -173,97 +173,123 @@ def build_layers(problem: PartitionProblem, *, columns: Sequence[ColumnLike], la
     reason = applicable(problem)
     if reason is not None:
         raise ValueError(f"the layered model does not apply: {reason}")
-    m = ModelBuilder(f"partition-layers:{problem.name}")
-    types = list(problem.bin_types)
-    win = layer_windows(problem, columns, layers)
-    T = layers
-    cluster = {i.name: i.cluster for i in problem.items}
+    model = LayerModel(ModelBuilder(f"partition-layers:{problem.name}"), problem, columns, layers, {}, {})
+    _add_variables(model, layer_windows(problem, columns, layers))
+    _add_assignment(model)
+    _add_type_count(model)
+    _add_precedence(model)
+    pays = _add_retiming(model)
+    bins = linear_sum(problem.bin_types[k].cost * var for (c, k, t), var in model.x.items())
+    model.cost = problem.weights.bins * bins + problem.weights.retiming * linear_sum(pays)
+    _add_cutoff(model, cutoff)
+    _add_lower_bound(model, min_bins)
+    model.builder.minimize(model.cost)
+    return model
 
-    # variables: x per (column, type, layer) inside the window ------------------------------------
-    x: dict[tuple[int, int, int], Any] = {}
-    placed: dict[str, list[tuple[int, int, Any]]] = {i.name: [] for i in problem.items}  # (column, layer, var)
-    for c, col in enumerate(columns):
+
+def _add_variables(model: LayerModel, win: Windows) -> None:
+    """x per (column, type, layer) inside the window; e per (external value, layer)."""
+    m, types, T = model.builder, model.problem.bin_types, model.layers
+    model.placed = {i.name: [] for i in model.problem.items}
+    for c, col in enumerate(model.columns):
         for t in range(win.first[c], win.last[c] + 1):
             for k in col.types:
-                var = x[c, k, t] = m.binary(f"x[{c},{types[k].name},{t}]")
+                var = model.x[c, k, t] = m.binary(f"x[{c},{types[k].name},{t}]")
                 for n in col.members:
-                    placed[n].append((c, t, var))
-    members = [frozenset(col.members) for col in columns]
-    groups = problem.groups()
+                    model.placed[n].append((c, t, var))
+    model.members = [frozenset(col.members) for col in model.columns]
+    model.source = {(v, t): m.binary(f"e[{v[0]}.{v[1]}@{v[2]},{t}]")
+                    for v in model.problem.external_sources() for t in range(T)}
 
-    external = problem.external_source
-    keys = problem.external_sources()
-    source = {(v, t): m.binary(f"e[{v[0]}.{v[1]}@{v[2]},{t}]") for v in keys for t in range(T)}
 
-    # assignment and type counts --------------------------------------------------------------------
-    for n, terms in placed.items():
+def _add_assignment(model: LayerModel) -> None:
+    """Σ_{c∋i,k,t} x[c,k,t] = 1 per item; Σ_t e[v,t] = 1 per external value."""
+    m, T = model.builder, model.layers
+    for n, terms in model.placed.items():
         m.add(linear_sum(var for _, _, var in terms) == 1, "assignment", n)
-    for v in keys:
-        m.add(linear_sum(source[v, t] for t in range(T)) == 1, "assignment", f"external {v[0]}.{v[1]}@{v[2]}")
-    for k, t_ in enumerate(types):
+    for v in model.problem.external_sources():
+        m.add(linear_sum(model.source[v, t] for t in range(T)) == 1, "assignment", f"external {v[0]}.{v[1]}@{v[2]}")
+
+
+def _add_type_count(model: LayerModel) -> None:
+    """Σ_{c,t} x[c,k,t] ≤ n_k."""
+    for k, t_ in enumerate(model.problem.bin_types):
         if t_.count is not None:
-            m.add(linear_sum(var for (c, kk, t), var in x.items() if kk == k) <= t_.count, "type-count", t_.name)
+            model.builder.add(linear_sum(var for (c, kk, t), var in model.x.items() if kk == k) <= t_.count,
+                              "type-count", t_.name)
 
-    # precedence: layers strictly increase along every link between bins ------------------------------
-    def by_layer(terms: list[tuple[int, Any]]) -> dict[int, list[Any]]:
-        out: dict[int, list[Any]] = {}
-        for t, var in terms:
-            out.setdefault(t, []).append(var)
-        return out
 
-    def cumulative(layered: dict[int, list[Any]], upto: int) -> list[Any]:
-        return [var for t, vs in layered.items() if t <= upto for var in vs]
+def _by_layer(terms: list[tuple[int, Any]]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for t, var in terms:
+        out.setdefault(t, []).append(var)
+    return out
 
+
+def _cumulative(layered: dict[int, list[Any]], upto: int) -> list[Any]:
+    return [var for t, vs in layered.items() if t <= upto for var in vs]
+
+
+def _add_precedence(model: LayerModel) -> None:
+    """Layers strictly increase along every link between bins (and after an external value's layer)."""
+    m, problem, placed, members, T = model.builder, model.problem, model.placed, model.members, model.layers
+    cluster = {i.name: i.cluster for i in problem.items}
     for s, d in problem.order_links():
         if cluster[s] != cluster[d]:
             continue
-        later = by_layer([(t, var) for c, t, var in placed[d] if s not in members[c]])
-        earlier = by_layer([(t, var) for c, t, var in placed[s] if d not in members[c]])
+        later = _by_layer([(t, var) for c, t, var in placed[d] if s not in members[c]])
+        earlier = _by_layer([(t, var) for c, t, var in placed[s] if d not in members[c]])
         for t in range(min(later, default=T + 1), T + 1):
-            lhs = cumulative(later, t)
+            lhs = _cumulative(later, t)
             if lhs:
-                m.add(linear_sum(lhs) <= linear_sum(cumulative(earlier, t - 1)), "precedence", f"{s}->{d},{t}")
-    for g in groups:
+                m.add(linear_sum(lhs) <= linear_sum(_cumulative(earlier, t - 1)), "precedence", f"{s}->{d},{t}")
+    for g in problem.groups():
         for d in g.forward_consumers:
-            v = external(g, d)
+            v = problem.external_source(g, d)
             if v is None:
                 continue
-            reader = by_layer([(t, var) for c, t, var in placed[d]])
+            reader = _by_layer([(t, var) for c, t, var in placed[d]])
             for t in range(min(reader, default=T + 1), T + 1):
-                m.add(linear_sum(cumulative(reader, t)) <= linear_sum(source[v, u] for u in range(t)),
+                m.add(linear_sum(_cumulative(reader, t)) <= linear_sum(model.source[v, u] for u in range(t)),
                       "precedence", f"ext {v[0]}->{d},{t}")
 
-    # retiming: per reading bin (its first reader of g) and step k of the need ---------------------------
+
+def _add_retiming(model: LayerModel) -> list[Any]:
+    """McCormick rows per reading bin (its first reader of g) and step k of the need; returns the weighted q."""
+    m, problem, placed, members, T = model.builder, model.problem, model.placed, model.members, model.layers
     steps = retiming_steps(problem, T)
     pays = []
-    for g in groups:
+    for g in problem.groups():
         readers = list(g.forward_consumers)
         for i, d in enumerate(readers):
-            v = external(g, d)
+            v = problem.external_source(g, d)
             src = g.key[0] if v is None else None
             earlier_readers = frozenset(readers[:i])
-            first = by_layer([(t, var) for c, t, var in placed[d]
-                              if (src is None or src not in members[c]) and not (members[c] & earlier_readers)])
-            origin = (by_layer([(t, var) for c, t, var in placed[src]]) if src is not None
-                      else {u: [source[v, u]] for u in range(T)})
+            first = _by_layer([(t, var) for c, t, var in placed[d]
+                               if (src is None or src not in members[c]) and not (members[c] & earlier_readers)])
+            origin = (_by_layer([(t, var) for c, t, var in placed[src]]) if src is not None
+                      else {u: [model.source[v, u]] for u in range(T)})
             for t, reading in sorted(first.items()):
                 for k, weight in steps.items():
-                    early = cumulative(origin, t - k)
+                    early = _cumulative(origin, t - k)
                     if not early:
                         continue
                     q = m.continuous(0.0, 1.0, f"q[{g.key[0]}.{g.key[1]},{d},{t},{k}]")
                     m.add(q >= linear_sum(reading) + linear_sum(early) - 1, "retiming", f"{g.key[0]}->{d},{t},{k}")
                     pays.append(weight * q)
+    return pays
 
-    # objective, cutoff, bound --------------------------------------------------------------------------
-    bins = linear_sum(types[k].cost * var for (c, k, t), var in x.items())
-    cost = problem.weights.bins * bins + problem.weights.retiming * linear_sum(pays)
+
+def _add_cutoff(model: LayerModel, cutoff: float | None) -> None:
+    """objective ≤ cutoff: only answers better than an incumbent."""
     if cutoff is not None:
-        m.add(cost <= cutoff, "cutoff", f"objective <= {cutoff:g} (better than the incumbent)")
+        model.builder.add(model.cost <= cutoff, "cutoff", f"objective <= {cutoff:g} (better than the incumbent)")
+
+
+def _add_lower_bound(model: LayerModel, min_bins: int | None) -> None:
+    """Σ x ≥ a proven bin count."""
     if min_bins is not None and min_bins > 1:
-        m.add(linear_sum(x.values()) >= min_bins, "lower-bound", f"proven: {min_bins} bins")
-    m.minimize(cost)
-    return LayerModel(m, problem, columns, T, x, source, cost)
+        model.builder.add(linear_sum(model.x.values()) >= min_bins, "lower-bound", f"proven: {min_bins} bins")
 
 
 def decode_layers(problem: PartitionProblem, built: LayerModel, solution: Any) -> PartitionDecision:
