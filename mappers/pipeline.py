@@ -581,7 +581,8 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
             groups = ", ".join(solved.explanation) if solved.explanation else "(no explanation from the backend)"
             raise InfeasibleError(f"{name}: infeasible; conflicting constraint groups: {groups}")
         if best is None:
-            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}")
+            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}",
+                                  load_dependent=result.backstop_fired)
 
     used, source, report, used_check = solved.decision, "solver", None, None
     if used is not None:
@@ -598,7 +599,8 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
     elif best is not None:
         used, source, report = best.decision, f"baseline:{best.name}", best.check
     else:
-        raise InfeasibleError(f"{name}: no solution within the time limit ({result.status}) and no baseline")
+        raise InfeasibleError(f"{name}: no solution within the time limit ({result.status}) and no baseline",
+                              load_dependent=result.backstop_fired)
 
     record = DecisionRecord(
         decision=name,

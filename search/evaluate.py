@@ -18,6 +18,13 @@ fails its check, the spec rejects the sampled values, a build would pass the mem
 constraint values (``trial.set_constraint``) and the worst objective values (±inf), and the study goes on.
 A metric an objective names but the pipeline does not report is a study error that stops the study.
 
+Same answer under load: a solve the wall-clock backstop stopped before its deterministic budget
+(``SolveResult.backstop_fired``, or an :class:`~solvermap.errors.InfeasibleError` marked ``load_dependent``)
+gave an answer that depends on machine load. The cache does not store it, and the trial is evaluated once
+more; when the backstop fires again the trial is not reproducible: :class:`NotReproducibleError` (the
+worker fails the trial with that message, so it is never part of the tables), and ``metrics.json`` says
+``"reproducible": false`` with the decisions at fault.
+
 Each evaluated trial writes ``trials/<number>/``: ``params.yaml``, ``metrics.json``, ``log.txt`` and
 per workload ``<workload>/records.json`` (the decision records, as ``solvermap map --json``).
 """
@@ -35,6 +42,7 @@ from typing import Any
 
 from solvermap.errors import ConfigError, InfeasibleError, InputError, LimitError, SolvermapError
 from solvermap.limits import memory_cap
+from solvermap.results import backstop_decisions
 from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
@@ -46,6 +54,13 @@ DECISION_KEYS = ("objective", "gap", "bound", "solve_seconds", "build_seconds", 
 
 class StudyError(SolvermapError):
     """The study cannot go on (a metric the pipeline does not report, a broken import): stops the run."""
+
+
+class NotReproducibleError(SolvermapError):
+    """A trial whose solves the wall-clock backstop stopped in two evaluations: its answer depends on load."""
+
+
+ATTEMPTS = 2  # evaluations of a trial whose backstop fired before it is declared not reproducible
 
 
 @dataclass
@@ -284,15 +299,14 @@ class Evaluator:
         if self.cache is not None:
             self.cache.begin_trial(number, config)
             before = self.cache.stats()
-        per_workload: dict[str, dict[str, float]] = {}
-        reason = ""
         with trial_dir.logging() if trial_dir is not None else nullcontext(), memory_cap(self.study.limits.memory_gb):
-            for ref in self.study.workloads:
-                try:
-                    per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-                except (InfeasibleError, InputError, ConfigError, LimitError) as exc:
-                    reason = f"{ref.name}: {exc}"
+            for attempt in range(1, ATTEMPTS + 1):
+                per_workload, reason, fired = self._map_all(config, trial_dir)
+                if not fired:
                     break
+                LOG.warning("the wall-clock backstop stopped %s before the deterministic budget (evaluation %d of %d): "
+                            "the answer may depend on machine load%s", ", ".join(fired), attempt, ATTEMPTS,
+                            "; evaluating again" if attempt < ATTEMPTS else "")
         cache = {}
         if self.cache is not None:
             after = self.cache.stats()
@@ -306,12 +320,37 @@ class Evaluator:
             trial_dir.write_json("metrics.json", {"feasible": result.feasible, "reason": result.reason,
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
-                                                  "cache": cache, "seconds": result.seconds})
+                                                  "cache": cache, "seconds": result.seconds,
+                                                  "reproducible": not fired, "backstop_fired": fired})
+        if fired:
+            message = (f"not reproducible: the wall-clock backstop stopped {', '.join(fired)} before the deterministic "
+                       f"budget in {ATTEMPTS} evaluations (the machine is too loaded for this budget)")
+            if trial_dir is not None:
+                with trial_dir.logging():
+                    LOG.error(message)
+            raise NotReproducibleError(message)
+        if trial_dir is not None:
             with trial_dir.logging():
                 LOG.info("feasible" if result.feasible else f"infeasible: {result.reason}")
         return result
 
-    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
+    def _map_all(self, config: Mapping[str, Any], trial_dir: Any) -> tuple[dict[str, dict[str, float]], str, list[str]]:
+        """Map every workload: per-workload metrics, the reason the trial is infeasible ("" if it is not), and
+        the ``workload: decision`` names whose solve the wall-clock backstop stopped."""
+        per_workload: dict[str, dict[str, float]] = {}
+        fired: list[str] = []
+        for ref in self.study.workloads:
+            try:
+                per_workload[ref.name], stopped = self._map_one(ref, config, trial_dir)
+            except (InfeasibleError, InputError, ConfigError, LimitError) as exc:
+                if isinstance(exc, InfeasibleError) and exc.load_dependent:
+                    fired.append(f"{ref.name}: {str(exc).split(':')[0]}")
+                return per_workload, f"{ref.name}: {exc}", fired
+            fired += [f"{ref.name}: {d}" for d in stopped]
+        return per_workload, "", fired
+
+    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> tuple[dict[str, float], list[str]]:
+        """One workload's metrics and the decisions whose solve the wall-clock backstop stopped."""
         from solvermap.hardware.targets import load_target
         from solvermap.ir.workloads import build as build_workload
         from solvermap.mappers.pipeline import Context
@@ -348,7 +387,11 @@ class Evaluator:
             RunDirectory(folder).write_json("records.json", to_jsonable({
                 "workload": built.name, "params": built.params, "target": spec.model_dump(),
                 "decisions": [r.to_json() for r in result.records], "validation": result.validation}))
+        stopped = backstop_decisions(result.records)
         failed = [(r.decision, r.check.violations[0]) for r in result.records if not r.check.ok]
+        if failed and stopped:
+            raise InfeasibleError(f"{failed[0][0]}: failed its check ({failed[0][1].rule}) after the wall-clock backstop "
+                                  "stopped a solve", load_dependent=True)
         if failed:
             decision, violation = failed[0]
             raise InfeasibleError(f"decision {decision} failed its check ({violation.rule}: {violation.message})")
@@ -356,7 +399,7 @@ class Evaluator:
         metrics["trial_seconds"] = seconds
         if self.study.metrics:
             self._derive(metrics, spec.model_dump(), built.params)
-        return metrics
+        return metrics, stopped
 
     def _derive(self, metrics: dict[str, float], spec: dict[str, Any], params: dict[str, Any]) -> None:
         """Add the study's derived metrics, in file order (a later one may use an earlier one)."""

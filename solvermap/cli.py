@@ -135,9 +135,17 @@ def _execute(command: str, upto: str | None, config_file, workload, target, solv
     else:
         payload = {"workload": built.name, "target": spec.name, "family": spec.family,
                    "decisions": [r.to_json() for r in result.records], "validation": result.validation}
-    from solvermap.results import to_jsonable
+    from solvermap.results import backstop_decisions, to_jsonable
 
-    payload = to_jsonable(payload)
+    fired = backstop_decisions(result.records)
+    payload = {**to_jsonable(payload), "reproducible": not fired, "backstop_fired": fired}
+    if fired:
+        warning = (f"warning: not reproducible: the wall-clock backstop stopped {', '.join(fired)} before its "
+                   "deterministic budget, so this answer may depend on machine load (raise solver.time_limit_s or "
+                   "run on a less loaded machine)")
+        with run.logging():
+            LOG.warning(warning)
+        err_console.print(warning, highlight=False, markup=False, soft_wrap=True)
     run.write_json("records.json", payload)
     _write_tables(run, result.records)
     if as_json:

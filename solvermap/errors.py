@@ -38,7 +38,15 @@ class BackendUnavailable(SolvermapError):
 
 
 class InfeasibleError(SolvermapError):
-    """A decision has no feasible solution; the message names the constraint group (or node) at fault."""
+    """A decision has no feasible solution; the message names the constraint group (or node) at fault.
+    ``load_dependent``: no solution was found because the wall-clock backstop stopped the solve before its
+    deterministic budget, so another run may find one (the search re-evaluates such a trial)."""
+
+    load_dependent = False
+
+    def __init__(self, message: str, *, load_dependent: bool = False) -> None:
+        super().__init__(message)
+        self.load_dependent = load_dependent
 
 
 class UnknownNameError(SolvermapError):

@@ -105,6 +105,12 @@ class DecisionRecord:
         return out
 
 
+def backstop_decisions(records: list[DecisionRecord]) -> list[str]:
+    """The decisions whose solve the wall-clock backstop stopped before its deterministic budget: their answer
+    may depend on machine load (``SolveResult.backstop_fired``), so a run that has any is not reproducible."""
+    return [r.decision for r in records if getattr(r.solver, "backstop_fired", False)]
+
+
 def _finite(value: float | None) -> float | None:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None
