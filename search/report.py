@@ -3,7 +3,9 @@
 Files written into the study directory::
 
     tables/trials.{csv,parquet}        every trial: number, state, feasible, reason, objectives, params,
-                                       metrics, cache hits, seconds, run directory
+                                       metrics, cache hits, seconds, run directory (a proposal that repeated
+                                       a finished configuration was not evaluated and is left out;
+                                       counts["repeats"] says how many)
     tables/front.{csv,parquet}         the feasible non-dominated trials (all objectives at once), one
                                        per distinct configuration (the first trial that sampled it)
     tables/hypervolume.csv             normalised hypervolume of the first k trials, k = 1..n
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from solvermap.search.pareto import hypervolume, hypervolume_history, normaliser, pareto_mask, to_minimisation
+from solvermap.search.storage import REPEAT_ATTR
 
 
 PARAM_ROOTS = ("target", "workload", "decisions", "solver", "choice")
@@ -50,6 +53,8 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     """One row per trial of an Optuna study, with the solvermap user attributes unpacked."""
     rows = []
     for t in study.get_trials(deepcopy=False):
+        if REPEAT_ATTR in t.user_attrs:
+            continue
         attrs = {**t.user_attrs, **(t.user_attrs.get("result") or {})}
         row: dict[str, Any] = {"number": t.number, "state": t.state.name.lower(),
                                "feasible": bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False,
@@ -87,7 +92,8 @@ def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyRe
     counts = {"trials": len(frame), "complete": len(done), "feasible": len(feasible),
               "infeasible": int(len(done) - len(feasible)),
               "running": int((frame["state"] == "running").sum()), "waiting": int((frame["state"] == "waiting").sum()),
-              "failed": int((frame["state"] == "fail").sum())}
+              "failed": int((frame["state"] == "fail").sum()),
+              "repeats": sum(1 for t in study.get_trials(deepcopy=False) if REPEAT_ATTR in t.user_attrs)}
     if len(feasible):
         points = to_minimisation(feasible[objectives].to_numpy(dtype=float), directions)
         front = feasible[pareto_mask(points)].copy()

@@ -46,6 +46,7 @@ from solvermap.search.study_file import StorageSettings
 HEARTBEAT_ATTR = "solvermap:heartbeat"
 JOURNAL_MEMORY_FACTOR = 4
 OWNER_ATTR = "solvermap:owner"
+REPEAT_ATTR = "repeat_of"  # user attribute of a proposal that repeated a finished configuration (search.worker)
 JOURNAL_NAME = "study.journal"
 
 

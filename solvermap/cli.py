@@ -366,7 +366,9 @@ def _register_extensions() -> None:
 def main() -> None:
     _register_extensions()
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)  # typer returns the code of an Exit, e.g. 130 after Ctrl-C, instead of exiting
     except SolvermapError as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)
