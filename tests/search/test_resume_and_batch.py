@@ -103,9 +103,11 @@ def _assert_resumed(path: Path, out: Path, before: dict[int, tuple], storage: st
     orphans = [t for t in study.trials if t.state.name == "FAIL" and "repeat_of" not in t.user_attrs]
     assert len(orphans) <= 1
     for orphan in orphans:  # the trial running at the kill was failed and re-run with the same parameters
-        retries = [t for t in complete if t.user_attrs.get("retry_of") == orphan.number]
+        retries = [t for t in study.trials if t.user_attrs.get("retry_of") == orphan.number]
         # (a trial killed while sampling holds part of its parameters; the grid queue restores the rest)
         assert len(retries) == 1 and orphan.params.items() <= retries[0].params.items()
+        # (a trial interrupted after it had proposed a finished configuration is not re-run: its retry is a repeat)
+        assert retries[0].state.name == "COMPLETE" or "repeat_of" in retries[0].user_attrs
     assert report.completed == grid - len(before), (report, sorted(before), [(t.number, t.state.name) for t in study.trials])
 
 
