@@ -36,6 +36,11 @@ class TargetSpec(BaseModel):
     description: str = ""
     assumptions: list[str] = []  # numbers not in the seed, with the reason each was chosen
 
+    def runs_here(self) -> tuple[bool | None, str]:
+        """Whether this machine executes the target's code natively (None: simulated, not applicable)
+        and, if not, why. Families that generate code for the host override it."""
+        return None, ""
+
 
 _FAMILIES: dict[str, type[TargetSpec]] = {}
 
@@ -93,14 +98,34 @@ def preset_path(name: str) -> Path:
 
 
 def load_target(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> TargetSpec:
-    """Load a preset by name or a YAML file, apply dotted ``overrides`` and validate."""
+    """Load a preset by name or a YAML file, apply dotted ``overrides`` and validate. An error that an
+    override causes names the override (``--set target.pcu.stagez=3: unknown field``), not the file."""
     text = str(name_or_path)
     looks_like_path = text.endswith((".yaml", ".yml")) or "/" in text or Path(text).exists()
     path = input_file(text) if looks_like_path else preset_path(text)
     data = _resolved(path)
-    for dotted, value in (overrides or {}).items():
-        set_dotted(data, str(dotted), value, str(path))
-    return validate_spec(data, str(path))
+    if not overrides:
+        return validate_spec(data, str(path))
+    validate_spec(data, str(path))  # the file's own errors name the file
+    for dotted, value in overrides.items():
+        set_dotted(data, dotted, value, _override(dotted, value))
+    try:
+        return validate_spec(data, str(path))
+    except InputError as exc:
+        culprit = _culprit(exc.field, overrides)
+        if culprit is None:
+            raise InputError(", ".join(_override(k, v) for k, v in overrides.items()), exc.field, exc.problem) from None
+        raise InputError(_override(*culprit), "", exc.problem) from None
+
+
+def _override(dotted: str, value: Any) -> str:
+    return f"--set target.{dotted}={value}"
+
+
+def _culprit(field: str, overrides: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The override a validation error at ``field`` comes from (the longest key on the field's path)."""
+    matches = [(k, v) for k, v in overrides.items() if field == k or field.startswith(k + ".") or k.startswith(field + ".")]
+    return max(matches, key=lambda kv: len(kv[0])) if matches else None
 
 
 def validate_spec(data: Mapping[str, Any], source: str) -> TargetSpec:
@@ -129,7 +154,7 @@ def _finite_numbers(data: Any, source: str, prefix: str = "") -> None:
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
-    message = err["msg"]
+    message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         message = "unknown field"
     more = len(exc.errors()) - 1
@@ -179,7 +204,7 @@ def set_dotted(data: dict[str, Any], dotted: str, value: Any, source: str = "--s
     node = data
     for i, part in enumerate(parts[:-1]):
         if not isinstance(node.get(part), dict):
-            raise InputError(source, ".".join(parts[: i + 1]), "no such section to override")
+            raise InputError(source, "", f"no section {'.'.join(parts[: i + 1])!r} to override")
         node[part] = dict(node[part])
         node = node[part]
     node[parts[-1]] = value

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -51,6 +52,7 @@ from solvermap.limits import check_estimate
 from solvermap.results import BaselineResult, CheckReport, DecisionRecord, to_jsonable
 
 O = TypeVar("O", bound="StepOptions")
+LOG = logging.getLogger("solvermap")
 
 
 # =========================================================================== options
@@ -496,7 +498,7 @@ class Pipeline:
             if step in running:
                 check_estimate(f"{step}: {what}", size, getattr(spec, "name", ""))
 
-    def run(self, ctx: Context, upto: str | None = None) -> MapResult:
+    def run(self, ctx: Context, upto: str | None = None) -> PipelineResult:
         if upto is not None and upto not in self.decisions:
             raise UnknownNameError(f"decision {upto!r} is not part of the {self.family} pipeline; "
                                    f"its decisions are: {', '.join(self.decisions)}")
@@ -506,18 +508,25 @@ class Pipeline:
         known = frozenset(key for step in self.steps for key in step.writes)
         for step in self.steps:
             ctx.say(f"{step.name}: {step.summary}")
+            start = time.perf_counter()
             with ctx.state.guarded(step.name, frozenset(step.needs + step.writes), frozenset(step.writes), known):
                 record = step.run(ctx)
             if record is not None:
+                record.seconds = time.perf_counter() - start
                 ctx.records.append(record)
             if step.name == upto:
-                return MapResult(ctx.records, record.validation if record else {})
-        validation = self.validate(ctx) if self.validate is not None else {}
-        return MapResult(ctx.records, validation)
+                return PipelineResult(ctx.records, record.validation if record else {})
+        validation = {}
+        if self.validate is not None:
+            ctx.say("validate: simulating the whole mapping")
+            validation = self.validate(ctx)
+        return PipelineResult(ctx.records, validation)
 
 
 @dataclass
-class MapResult:
+class PipelineResult:
+    """The records of the decisions that ran and the end-to-end validation (empty after ``upto``)."""
+
     records: list[DecisionRecord]
     validation: dict[str, Any]
 
@@ -532,17 +541,21 @@ def _better(sense: str) -> Callable[[float, float], bool]:
 def run_baselines(ctx: Context, decision: Decision, problem: Any, options: Any) -> list[BaselineResult]:
     """Every applicable baseline of ``decision`` on ``problem``, scored and checked."""
     results: list[BaselineResult] = []
-    for baseline in decision.baselines:
-        if not baseline.applies(options):
-            continue
+    applicable = [b for b in decision.baselines if b.applies(options)]
+    if applicable:
+        ctx.say(f"{decision.name}: baselines {', '.join(b.name for b in applicable)}")
+    for baseline in applicable:
         start = time.perf_counter()
         answer = baseline(problem, ctx, options)
         seconds = time.perf_counter() - start
         if answer is None:
             results.append(BaselineResult(baseline.name, None, seconds))
+            LOG.debug(f"{decision.name}: baseline {baseline.name} found nothing ({seconds:.2f} s)")
             continue
         report = decision.checker(problem, answer)
         results.append(BaselineResult(baseline.name, float(decision.objective(problem, answer)), seconds, answer, report))
+        LOG.debug(f"{decision.name}: baseline {baseline.name}: objective {results[-1].objective:.6g}, "
+                  f"check {'ok' if report.ok else 'FAIL'} ({seconds:.2f} s)")
     return results
 
 
@@ -570,12 +583,16 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
     best = best_valid(results, decision.sense)
     warm = hint if hint is not None else (best.decision if best is not None else None)
 
-    ctx.say(f"{name}: solving with {config.cvx_backend() if decision.kind == 'convex' else config.milp_backend()}")
+    ctx.say(f"{name}: solving")
     if ctx.solve_cache is not None:
         solved = ctx.solve_cache.solve(ctx, decision, problem, config, warm, options)
     else:
         solved = decision.solve(problem, config, warm, options)
     result = solved.result
+    # the backend the record names (a convex-kind decision may solve MILPs: the budget's level MILP)
+    ctx.say(f"{name}: {result.backend or 'no backend'} {result.status}"
+            + (f", objective {result.objective:.6g}" if result.objective is not None else "")
+            + f" ({result.solve_seconds:.2f} s solving)")
     if result.status in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR) and solved.decision is None:
         if result.status == Status.INFEASIBLE:
             groups = ", ".join(solved.explanation) if solved.explanation else "(no explanation from the backend)"
@@ -602,6 +619,8 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
         raise InfeasibleError(f"{name}: no solution within the time limit ({result.status}) and no baseline",
                               load_dependent=result.backstop_fired)
 
+    if validate is not None:
+        ctx.say(f"{name}: validating the decision (simulation)")
     record = DecisionRecord(
         decision=name,
         workload=ctx.workload.name,

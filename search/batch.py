@@ -268,6 +268,8 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
            sbatch: list[str] | None = None, setup: list[str] | None = None,
            allow_imports: bool = False) -> tuple[Any, Any, list[Any]]:
     """Prepare the study and submit the workers; returns (study dir, study handle, jobs)."""
+    from solvermap.runs import RunDirectory
+    from solvermap.search.evaluate import Evaluator
     from solvermap.search.explore import prepare_dir
     from solvermap.search.study_file import load_study
     from solvermap.search.worker import open_study
@@ -278,24 +280,26 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
     options = SlurmOptions.resolve(load_study(study_path).slurm, partition=partition, time_min=time_min, mem_gb=mem_gb,
                                    cpus=cpus, sbatch=sbatch, setup=setup)  # before the storage opens or a file is written
     sdir = prepare_dir(study_path, out, url, "batch", allow_imports)
-    spec = sdir.spec
-    workers = workers or spec.slurm.workers or 2
-    handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
-    record = json.loads((sdir.path / "study.json").read_text())
-    record["n_trials"] = handle.n_trials
-    (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
-    folder = sdir.path / "workers"
-    folder.mkdir(exist_ok=True)
-    for old in folder.glob("worker-*.json"):  # a resumed batch: the last run's reports are not this run's
-        old.unlink()
-    ex = make_executor(executor, folder, workers, options, spec.name)
-    paths = tuple(p for p in sys.path if p and os.path.isdir(p))
-    cwd = os.getcwd()
-    paths = (cwd,) + tuple(p for p in paths if p != cwd)
-    jobs = ex.map_array(BatchWorker(), [WorkerJob(str(sdir.path.resolve()), sdir.url, handle.n_trials, k, workers,
-                                                  spec.budget.timeout_s, paths, allow_imports)
-                                        for k in range(workers)])
-    _record_submission(folder, executor, [str(j.job_id) for j in jobs])
+    with RunDirectory(sdir.path).recording("batch-submit", executor=executor):  # an error from here on: marked failed
+        spec = sdir.spec
+        workers = workers or spec.slurm.workers or 2
+        Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers, on a bad study
+        handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
+        record = json.loads((sdir.path / "study.json").read_text())
+        record["n_trials"] = handle.n_trials
+        (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
+        folder = sdir.path / "workers"
+        folder.mkdir(exist_ok=True)
+        for old in folder.glob("worker-*.json"):  # a resumed batch: the last run's reports are not this run's
+            old.unlink()
+        ex = make_executor(executor, folder, workers, options, spec.name)
+        paths = tuple(p for p in sys.path if p and os.path.isdir(p))
+        cwd = os.getcwd()
+        paths = (cwd,) + tuple(p for p in paths if p != cwd)
+        jobs = ex.map_array(BatchWorker(), [WorkerJob(str(sdir.path.resolve()), sdir.url, handle.n_trials, k, workers,
+                                                      spec.budget.timeout_s, paths, allow_imports)
+                                            for k in range(workers)])
+        _record_submission(folder, executor, [str(j.job_id) for j in jobs])
     return sdir, handle, jobs
 
 

@@ -29,6 +29,34 @@ from solvermap.errors import InputError
 from solvermap.search.study_file import StudyFile, load_study, parse_study, study_digest
 
 
+STUDIES_DIR = Path(__file__).parent / "studies"
+
+
+def shipped_studies() -> dict[str, Path]:
+    """Studies shipped with the package, by their ``name`` (and by file stem)."""
+    out = {}
+    for path in sorted(STUDIES_DIR.glob("*.yaml")):
+        try:
+            name = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
+        except yaml.YAMLError:
+            name = path.stem
+        out[str(name)] = path
+        out.setdefault(path.stem, path)
+    return out
+
+
+def resolve_study(study: str | Path) -> Path:
+    """A study file, or the file of a shipped study named ``study``."""
+    text = str(study)
+    path = Path(text)
+    if path.exists() or text.endswith((".yaml", ".yml")):
+        return path
+    known = shipped_studies()
+    if text in known:
+        return known[text]
+    raise InputError(text, "", f"no such study file or shipped study; shipped: {', '.join(sorted(set(known))) or '(none)'}")
+
+
 @dataclass
 class StudyDir:
     """An opened study directory and what ``study.json`` says about it."""
@@ -146,15 +174,27 @@ class TrialProgress:
 def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
             out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
             console: Any = None, allow_imports: bool = False) -> tuple[StudyDir, Any, Any]:
-    """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
+    """Run (or resume) a study in this process; returns the directory, the results and the worker report.
+    ``study_path`` is a study file or a shipped study's name. The directory's ``run.json`` says whether the
+    run ended ``ok``, ``failed`` (with the error) or ``interrupted``."""
     from rich.console import Console
 
+    from solvermap.runs import RunDirectory
+
+    console = console or Console(stderr=True, soft_wrap=True)
+    study_path = resolve_study(study_path)
+    sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
+    with RunDirectory(sdir.path).recording("explore"):
+        results, report = _run(sdir, study_path, n_trials, timeout_s, progress, console, allow_imports)
+    return sdir, results, report
+
+
+def _run(sdir: StudyDir, study_path: Path, n_trials: int | None, timeout_s: float | None, progress: bool,
+         console: Any, allow_imports: bool) -> tuple[Any, Any]:
     from solvermap.search.evaluate import Evaluator
     from solvermap.search.report import analyse, write_results
     from solvermap.search.worker import counts, open_study, run_worker
 
-    console = console or Console(stderr=True, soft_wrap=True)
-    sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
     evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path), allow_imports=allow_imports)
     handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
@@ -177,4 +217,4 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
             raise
     results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
     write_results(results, sdir.path)
-    return sdir, results, report
+    return results, report

@@ -19,6 +19,9 @@ besides its run directory (:class:`ExportConfig`); a pipeline that does not writ
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -103,24 +106,29 @@ def parse_set(items: list[str]) -> list[tuple[str, Any]]:
 
 def build_config(
     *,
-    config_file: str | None = None,
+    config_file: str | Path | Mapping[str, Any] | None = None,
     workload: str | None = None,
     target: str | None = None,
     solver: str | None = None,
     time_limit: float | None = None,
     sets: list[str] | None = None,
     defaults: dict[str, Any] | None = None,
+    overrides: list[tuple[str, Any]] | None = None,
 ) -> RunConfig:
-    """Merge (defaults ← config file ← flags ← --set) into a validated :class:`RunConfig`."""
+    """Merge (defaults ← config file ← flags ← ``--set`` items ← ``overrides``, parsed ``--set`` pairs) into a
+    validated :class:`RunConfig`. ``config_file`` is a YAML file or a mapping of the same shape."""
     data: dict[str, Any] = {"workload": {"name": ""}, "target": {"name": ""}, "solver": {}, "decisions": {}}
     for key, value in (defaults or {}).items():
         data[key] = value
     source = "command line"
-    if config_file:
-        source = config_file
+    if isinstance(config_file, Mapping):
+        source, loaded = "config", dict(config_file)
+    elif config_file:
+        source = str(config_file)
         loaded = load_yaml(config_file) or {}
+    if config_file:
         if not isinstance(loaded, dict):
-            raise InputError(config_file, "", "expected a YAML mapping")
+            raise InputError(source, "", "expected a YAML mapping")
         for key, value in loaded.items():
             if key in ("workload", "target") and isinstance(value, str):
                 value = {"name": value}
@@ -141,9 +149,15 @@ def build_config(
     if solver:
         data["solver"]["backend"] = solver
     if time_limit is not None:
+        try:
+            time_limit = float(time_limit)
+        except (TypeError, ValueError):
+            raise InputError("--time-limit", "", f"{time_limit!r} is not a number of seconds") from None
+        if not math.isfinite(time_limit) or time_limit <= 0:
+            raise InputError("--time-limit", "", f"{time_limit:g} is not a positive number of seconds")
         data["solver"]["time_limit_s"] = time_limit
-    for key, value in parse_set(sets or []):
-        _apply_set(data, key, value)
+    for key, value in [*parse_set(sets or []), *(overrides or [])]:
+        _apply_set(data, str(key), value)
     if not data["workload"].get("name"):
         raise InputError(source, "workload", "missing (pass --workload or set it in the config file)")
     if not data["target"].get("name"):

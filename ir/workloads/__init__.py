@@ -264,7 +264,7 @@ def graph_file_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
 def build(name: str, family: str, params: Mapping[str, Any] | None = None) -> Workload:
     """Build a registered workload, or load a graph file when ``name`` is a path (checked to be a readable
     file first: a directory or a FIFO is one line, not an error inside a loader)."""
-    if name.lower().endswith(GRAPH_SUFFIXES) or "/" in name or Path(name).exists():
+    if name.lower().endswith(GRAPH_SUFFIXES) or "/" in name or Path(name).is_file():  # (a directory named dnn1 is no graph)
         from solvermap.inputs import input_file
         from solvermap.ir.serialize import load
 

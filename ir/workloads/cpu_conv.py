@@ -97,13 +97,17 @@ def conv2d_reference(data: np.ndarray, weight: np.ndarray, stride: int) -> np.nd
     return gemm.astype(np.int64).astype(np.int32).reshape(K, ohw, ohw)
 
 
-def conv2d_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic full-range inputs: data over its dtype range, weights over int8 (or int16 clipped)."""
+def conv2d_inputs(program: Program, seed: int = 0,
+                  ranges: dict[str, tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
+    """Deterministic inputs: data over its dtype range, weights over int8 (or int16 clipped to
+    -128..255); ``ranges`` narrows a tensor to ``(lo, hi)`` inclusive (7-bit activations: (0, 127))."""
     rng = np.random.default_rng(seed)
     out = {}
     for tensor in program.inputs:
         info = np.iinfo(np.dtype(tensor.dtype))
         lo, hi = max(info.min, -128), min(info.max, 255)
+        if ranges and tensor.name in ranges:
+            lo, hi = max(lo, ranges[tensor.name][0]), min(hi, ranges[tensor.name][1])
         out[tensor.name] = rng.integers(lo, hi + 1, size=tensor.shape).astype(tensor.dtype)
     return out
 

@@ -179,6 +179,7 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
         config = tuple(sorted(levels.items()))
         key = (config, seed)
         if key not in cache:
+            ctx.say(f"budget: Monte Carlo test {len(cache) + 1} of a candidate ({runs} noisy runs)")
             cache[key] = injection_monte_carlo(net, ctx.target, levels, runs=runs, loss_limit=limit, seed=seed,
                                                pass_rate=ctx.target.pass_rate)
             ledger["configurations"].add(config)
@@ -212,6 +213,8 @@ def optuna_budget(problem: budget_types.BudgetProblem, ctx: Context):
     """The Optuna baseline: ``budget.optuna_trials`` distinct configurations, each screened by one injection run
     as the seed's tuner evaluates a configuration (L1078); its runs count in the budget step's ledger."""
     net, ledger = _workload(ctx), ctx.state["budget.ledger"]
+
+    ctx.say(f"budget: Optuna baseline, {ctx.options_for(BUDGET).optuna_trials} configurations, one noisy run each")
 
     def screen(levels):
         ledger["configurations"].add(tuple(sorted(levels.items())))
@@ -277,6 +280,7 @@ def knob_validation(ctx: Context, net: TensorNetwork, decision, problem, runs: i
     schedule = schedule_units(net, decision.knobs, groups)
     report = schedule_cost(net, spec, schedule)
     base = schedule_cost(net, spec, schedule_units(net, all_fp32(net), ()))
+    ctx.say(f"knobs: Monte Carlo test of the mapping ({runs} noisy runs)")
     mc = monte_carlo(net, spec, decision.knobs, runs=runs, loss_limit=limit, seed=ctx.seed)
     predicted = knob_types.objective(problem, decision)
     simulated = report.total.energy_j if problem.objective_name == "energy" else report.total.time_s

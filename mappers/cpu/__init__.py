@@ -6,12 +6,13 @@
     tensorize  (decision)   loop mapping f: instruction loops → program loops (formulations/tensorize.py,
                             MILP on any backend), UNIT's greedy innermost mapping as baseline, checked by
                             hardware/checks/tensorize.py; validation = rewrite, tune (UNIT pairs +
-                            Optuna), bit-exact checks, compiled AVX-512 VNNI kernels timed against the
-                            untensorized nest, the naive nest and NumPy (mappers/cpu/execution.py)
+                            Optuna), bit-exact checks, compiled kernels (AVX-512 VNNI, AVX-VNNI, AVX2)
+                            timed against the untensorized nest, the naive nest, NumPy and onnxruntime
+                            (mappers/cpu/execution.py, peers.py)
 
 Options (``--set decisions.tensorize.<key>=v``): :class:`~solvermap.mappers.decisions.TensorizeOptions`
-(tuner, trials, unit_pairs, measure, rounds, min_seconds, min_reps, emulate_max_calls, reorder, execute,
-allow_padding, commutative; ``solvermap decisions --json`` shows their types, ranges and defaults).
+(tuner, trials, unit_pairs, tiles, tune_untensorized, measure, rounds, min_seconds, min_reps, emulate_max_calls,
+reorder, execute, allow_padding, commutative; ``solvermap decisions --json`` shows their types, ranges and defaults).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _options(ctx: Context) -> ValidationOptions:
         return default if value is None else value
 
     return ValidationOptions(
-        tuner=options.tuner, trials=options.trials, unit_pairs=options.unit_pairs, measure=options.measure,
+        tuner=options.tuner, trials=options.trials, unit_pairs=options.unit_pairs, tiles=options.tiles,
+        tune_untensorized=options.tune_untensorized, measure=options.measure,
         rounds=either(options.rounds, timing.rounds), min_seconds=either(options.min_seconds, timing.min_seconds),
         min_reps=either(options.min_reps, timing.min_reps), emulate_max_calls=options.emulate_max_calls,
         reorder=options.reorder, seed=int(ctx.seed), execute=options.execute,

@@ -94,6 +94,8 @@ def _optimize(ctx: Context) -> None:
     net = ao.fold_bias(net, spec.crossbar.rows, options.fold_bias)
     limit = 2.0 ** (spec.data.int_bits - 1)
     calibration = _calibration(ctx, net, options.calibration_samples) if net.has_weights else None
+    if calibration is not None:
+        ctx.say(f"optimize: calibrating the layer scales on {len(calibration)} inputs")
     net = ao.quantize(net, limit, calibration, options.input_normalization)
     ctx.state["network"] = net
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from solvermap.search.cli import resolve_study
-from solvermap.search.explore import explore
+from solvermap.search.explore import explore, resolve_study
 from tests.cpu_hog import cpu_hog
 
 TRIALS = 2  # a cheap infeasible point and a full map of both apps (about 15 s of CPU together)
