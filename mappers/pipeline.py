@@ -41,7 +41,7 @@ import importlib
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from solvermap.codec import decode, encode
 from solvermap.errors import ConfigError, InfeasibleError, UnknownError, UnknownNameError
 from solvermap.formulations.solver import CONVEX_BACKENDS, MILP_BACKENDS, SolverConfig, Status
+from solvermap.limits import check_estimate
 from solvermap.results import BaselineResult, CheckReport, DecisionRecord, to_jsonable
 
 O = TypeVar("O", bound="StepOptions")
@@ -471,6 +472,8 @@ class Pipeline:
     # certified lower bounds of the validation metrics from the workload and target alone, no solve
     # (``search.pruning`` skips a design they show dominated)
     bounds: Callable[[Context], LowerBounds] | None = None
+    # (spec, workload) → (step, what, bytes): memory a step will need at least, known before anything runs
+    estimate: Callable[[Any, Any], Iterable[tuple[str, str, float]]] | None = None
 
     def __post_init__(self) -> None:
         provided: set[str] = set()
@@ -505,11 +508,23 @@ class Pipeline:
             out[name] = validate_options(models[name], values, f"decisions.{name}")
         return out
 
+    def check_size(self, spec: Any, workload: Any, upto: str | None = None) -> None:
+        """Refuse, before anything runs, a run in which a step that will run needs more memory than the cap
+        (:func:`solvermap.limits.check_estimate`: one line naming the parameter and the estimate)."""
+        if self.estimate is None:
+            return
+        names = [s.name for s in self.steps]
+        running = set(names[: names.index(upto) + 1] if upto in names else names)
+        for step, what, size in self.estimate(spec, workload):
+            if step in running:
+                check_estimate(f"{step}: {what}", size, getattr(spec, "name", ""))
+
     def run(self, ctx: Context, upto: str | None = None) -> PipelineResult:
         if upto is not None and upto not in self.decisions:
             raise UnknownNameError(f"decision {upto!r} is not part of the {self.family} pipeline; "
                                    f"its decisions are: {', '.join(self.decisions)}")
         ctx._typed.update(self.check_options(ctx.options))
+        self.check_size(ctx.target, ctx.workload, upto)
         ctx.focus = upto
         known = frozenset(key for step in self.steps for key in step.writes)
         for step in self.steps:
@@ -631,7 +646,8 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
             groups = ", ".join(solved.explanation) if solved.explanation else "(no explanation from the backend)"
             raise InfeasibleError(f"{name}: infeasible; conflicting constraint groups: {groups}")
         if best is None:
-            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}")
+            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}",
+                                  load_dependent=result.backstop_fired)
 
     used, source, report, used_check = solved.decision, "solver", None, None
     if used is not None:

@@ -271,17 +271,18 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
     from solvermap.runs import RunDirectory
     from solvermap.search.evaluate import Evaluator
     from solvermap.search.explore import prepare_dir
+    from solvermap.search.study_file import load_study
     from solvermap.search.worker import open_study
 
     if workers is not None and workers < 1:
         raise ConfigError("--workers must be at least 1")
     url = _batch_storage(study_path, executor, storage, out)
+    options = SlurmOptions.resolve(load_study(study_path).slurm, partition=partition, time_min=time_min, mem_gb=mem_gb,
+                                   cpus=cpus, sbatch=sbatch, setup=setup)  # before the storage opens or a file is written
     sdir = prepare_dir(study_path, out, url, "batch", allow_imports)
     with RunDirectory(sdir.path).recording("batch-submit", executor=executor):  # an error from here on: marked failed
         spec = sdir.spec
         workers = workers or spec.slurm.workers or 2
-        options = SlurmOptions.resolve(spec.slurm, partition=partition, time_min=time_min, mem_gb=mem_gb, cpus=cpus,
-                                       sbatch=sbatch, setup=setup)
         Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers, on a bad study
         handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
         record = json.loads((sdir.path / "study.json").read_text())

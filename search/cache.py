@@ -24,6 +24,10 @@ the decision (the descriptor's ``dump``, read back by its ``load``, which rebuil
 decision type), the explanation and the details; ``<key>.meta.json`` beside it holds the trial
 parameters (for the neighbour search). Both are written atomically, so parallel workers share the
 cache; an unreadable entry is a miss; other files (a ``.pkl`` someone left there) are never opened.
+
+Only answers that depend on the key alone are stored: a solve the wall-clock backstop stopped before its
+deterministic budget (``SolveResult.backstop_fired``) depends on machine load, so it is never stored, and
+an entry that says so (written by an older version) is a miss.
 ``root=None`` keeps the cache in this process only. Each solve's record gets ``details['cache']`` =
 ``hit`` / ``miss`` / ``off`` and, on a miss, ``details['warm_start']`` naming where the hint came from.
 """
@@ -335,10 +339,15 @@ class SolveCache:
             entry = {"solved": _load_solved(decision, data), "trial": data.get("trial"), "params": data.get("params", {})}
         except (OSError, ValueError, TypeError, KeyError, AttributeError, CodecError):
             return None
+        if entry["solved"].result.backstop_fired:
+            return None
         self._memory[key] = entry
         return entry
 
     def store(self, decision: Any, key: str, solved: Any) -> None:
+        """Keep ``solved`` under ``key`` (in memory and, with a root, on disk) unless its backstop fired."""
+        if solved.result.backstop_fired:
+            return
         self._memory[key] = {"solved": solved, "trial": self.trial, "params": self.params}
         self._index.setdefault(decision.name, {})[key] = {"trial": self.trial, "params": self.params}
         path = self._path(decision.name, key)

@@ -16,7 +16,8 @@ an *outcome*:
 
 ``complete``    every workload mapped, every cap met;
 ``infeasible``  a decision is proven infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
-                fails its check, the spec rejects the sampled values, or a cap is exceeded;
+                fails its check, the spec rejects the sampled values, a build would pass the memory
+                cap (:mod:`solvermap.limits`, the study's ``limits.memory_gb``), or a cap is exceeded;
 ``unknown``     an inner solve stopped at its budget with no solution and no proof, also after the study's
                 ``unknown.retries`` retries with ``unknown.budget_factor`` times the budget
                 (:class:`~solvermap.errors.UnknownError`): the design may be feasible;
@@ -27,6 +28,13 @@ An infeasible or unknown trial carries a positive ``mapping`` constraint value (
 constrained samplers treat both alike, as a design they cannot use) and the worst objective values (±inf),
 and the study goes on. A metric an objective names but the pipeline does not report is a study error that
 stops the study.
+
+Same answer under load: a solve the wall-clock backstop stopped before its deterministic budget
+(``SolveResult.backstop_fired``, or an :class:`~solvermap.errors.InfeasibleError` marked ``load_dependent``)
+gave an answer that depends on machine load. The cache does not store it, and the trial is evaluated once
+more; when the backstop fires again the trial is not reproducible: :class:`NotReproducibleError` (the
+worker fails the trial with that message, so it is never part of the tables), and ``metrics.json`` says
+``"reproducible": false`` with the decisions at fault.
 
 Each evaluated trial writes ``trials/<number>/``: ``params.yaml``, ``metrics.json``, ``log.txt`` and
 per workload ``<workload>/records.json`` (the decision records, as ``solvermap map --json``).
@@ -43,7 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError, UnknownError
+from solvermap.errors import ConfigError, InfeasibleError, InputError, LimitError, SolvermapError, UnknownError
+from solvermap.limits import memory_cap
+from solvermap.results import backstop_decisions
 from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
@@ -55,6 +65,13 @@ DECISION_KEYS = ("objective", "gap", "bound", "solve_seconds", "build_seconds", 
 
 class StudyError(SolvermapError):
     """The study cannot go on (a metric the pipeline does not report, a broken import): stops the run."""
+
+
+class NotReproducibleError(SolvermapError):
+    """A trial whose solves the wall-clock backstop stopped in two evaluations: its answer depends on load."""
+
+
+ATTEMPTS = 2  # evaluations of a trial whose backstop fired before it is declared not reproducible
 
 
 @dataclass
@@ -204,7 +221,7 @@ class Evaluator:
         names = [(name, f"space.{name}") for name in self.study.space]
         values: dict[str, list[Any]] = {}  # values the search may give a name
         for name, param in self.study.space.items():
-            values.setdefault(name, []).extend(getattr(param, "choices", None) or [param.low, param.high])
+            values.setdefault(name, []).extend(checked_values(name, param))
             for choice, settings in getattr(param, "sets", {}).items():
                 names += [(key, f"space.{name}.sets.{choice}.{key}") for key in settings]
                 for key, value in settings.items():
@@ -242,6 +259,45 @@ class Evaluator:
                         raise InputError(self.source, where, str(exc)) from None
             if root == "solver" and rest not in SolverConfig.model_fields:
                 raise InputError(self.source, where, f"unknown solver setting; known: {', '.join(SolverConfig.model_fields)}")
+        for name, param in self.study.space.items():
+            for value in checked_values(name, param):
+                self._check_value(name, param, value)
+
+    def _check_value(self, name: str, param: Any, value: Any) -> None:
+        """One value of a space parameter, with the settings its ``when`` conditions need (their first allowed
+        value) and its ``sets``, against the target spec, the workloads' parameter ranges and the solver
+        settings; the other parameters stay at the study's fixed values. One line naming parameter and value."""
+        from pydantic import ValidationError
+
+        from solvermap.formulations.solver import SolverConfig
+        from solvermap.hardware.targets import set_dotted, validate_spec
+        from solvermap.ir.workloads import info as workload_info
+        from solvermap.search.study_file import CategoricalParam
+
+        chosen: dict[str, Any] = {}
+        for other, wanted in param.when.items():
+            chosen[other] = (wanted if isinstance(wanted, list) else [wanted])[0]
+        chosen[name] = value
+        config = {k: v for k, v in chosen.items()}
+        parts = split(self.study, config, self.study.workloads[0].name, {})
+        where, shown = f"space.{name}", repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        try:
+            spec = self.base_spec.model_dump()
+            for dotted, setting in parts["target"].items():
+                set_dotted(spec, dotted, setting, self.source)
+            validate_spec(spec, self.source)
+            for ref in self.study.workloads:
+                params = split(self.study, config, ref.name, self.workload_params[ref.name])["workload"]
+                workload_info(ref.name, self.family).checked({**ref.params, **params})
+            if parts["solver"]:
+                try:
+                    SolverConfig.model_validate({**self.study.solver.model_dump(), **parts["solver"]})
+                except ValidationError as exc:
+                    raise InputError("", "", exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+        except InputError as exc:
+            at = f" ({exc.field})" if exc.field and exc.field != name.split(".", 1)[-1] else ""
+            kind = "choice" if isinstance(param, CategoricalParam) else "value"
+            raise InputError(self.source, where, f"{kind} {shown} is not valid{at}: {exc.problem}") from None
 
     # -----------------------------------------------------------------------------------------
     def evaluate(self, config: Mapping[str, Any], number: int | None = None, bounds: Any = None) -> TrialResult:
@@ -261,17 +317,15 @@ class Evaluator:
             self.cache.begin_trial(number, config)
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
-        reason, unknown = "", False
-        with trial_dir.logging() if trial_dir is not None else nullcontext():
-            for ref in self.study.workloads:
-                try:
-                    per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-                except UnknownError as exc:
-                    reason, unknown = f"{ref.name}: {exc}", True
+        reason, unknown, fired = "", False, []
+        with trial_dir.logging() if trial_dir is not None else nullcontext(), memory_cap(self.study.limits.memory_gb):
+            for attempt in range(1, ATTEMPTS + 1):
+                per_workload, reason, fired, unknown = self._map_all(config, trial_dir)
+                if not fired:
                     break
-                except (InfeasibleError, InputError, ConfigError) as exc:
-                    reason = f"{ref.name}: {exc}"
-                    break
+                LOG.warning("the wall-clock backstop stopped %s before the deterministic budget (evaluation %d of %d): "
+                            "the answer may depend on machine load%s", ", ".join(fired), attempt, ATTEMPTS,
+                            "; evaluating again" if attempt < ATTEMPTS else "")
         cache = {}
         if self.cache is not None:
             after = self.cache.stats()
@@ -296,12 +350,41 @@ class Evaluator:
                                                   "reason": result.reason,
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
-                                                  "cache": cache, "seconds": result.seconds})
+                                                  "cache": cache, "seconds": result.seconds,
+                                                  "reproducible": not fired, "backstop_fired": fired})
+        if fired:
+            message = (f"not reproducible: the wall-clock backstop stopped {', '.join(fired)} before the deterministic "
+                       f"budget in {ATTEMPTS} evaluations (the machine is too loaded for this budget)")
+            if trial_dir is not None:
+                with trial_dir.logging():
+                    LOG.error(message)
+            raise NotReproducibleError(message)
+        if trial_dir is not None:
             with trial_dir.logging():
                 LOG.info("feasible" if result.feasible else f"{result.outcome}: {result.reason}")
         return result
 
-    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
+    def _map_all(self, config: Mapping[str, Any],
+                 trial_dir: Any) -> tuple[dict[str, dict[str, float]], str, list[str], bool]:
+        """Map every workload: per-workload metrics, the reason the trial is infeasible or unknown ("" if it is
+        neither), the ``workload: decision`` names whose solve the wall-clock backstop stopped, and whether the
+        trial is unknown (a solve with no solution and no proof, :class:`~solvermap.errors.UnknownError`)."""
+        per_workload: dict[str, dict[str, float]] = {}
+        fired: list[str] = []
+        for ref in self.study.workloads:
+            try:
+                per_workload[ref.name], stopped = self._map_one(ref, config, trial_dir)
+            except UnknownError as exc:
+                return per_workload, f"{ref.name}: {exc}", fired, True
+            except (InfeasibleError, InputError, ConfigError, LimitError) as exc:
+                if isinstance(exc, InfeasibleError) and exc.load_dependent:
+                    fired.append(f"{ref.name}: {str(exc).split(':')[0]}")
+                return per_workload, f"{ref.name}: {exc}", fired, False
+            fired += [f"{ref.name}: {d}" for d in stopped]
+        return per_workload, "", fired, False
+
+    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> tuple[dict[str, float], list[str]]:
+        """One workload's metrics and the decisions whose solve the wall-clock backstop stopped."""
         from solvermap.hardware.targets import load_target
         from solvermap.ir.workloads import build as build_workload
         from solvermap.mappers.pipeline import Context
@@ -339,7 +422,11 @@ class Evaluator:
             RunDirectory(folder).write_json("records.json", to_jsonable({
                 "workload": built.name, "params": built.params, "target": spec.model_dump(),
                 "decisions": [r.to_json() for r in result.records], "validation": result.validation}))
+        stopped = backstop_decisions(result.records)
         failed = [(r.decision, r.check.violations[0]) for r in result.records if not r.check.ok]
+        if failed and stopped:
+            raise InfeasibleError(f"{failed[0][0]}: failed its check ({failed[0][1].rule}) after the wall-clock backstop "
+                                  "stopped a solve", load_dependent=True)
         if failed:
             decision, violation = failed[0]
             raise InfeasibleError(f"decision {decision} failed its check ({violation.rule}: {violation.message})")
@@ -347,7 +434,7 @@ class Evaluator:
         metrics["trial_seconds"] = seconds
         if self.study.metrics:
             self._derive(metrics, spec.model_dump(), built.params)
-        return metrics
+        return metrics, stopped
 
     def _derive(self, metrics: dict[str, float], spec: dict[str, Any], params: dict[str, Any]) -> None:
         """Add the study's derived metrics, in file order (a later one may use an earlier one)."""
@@ -394,6 +481,24 @@ class Evaluator:
         if math.isnan(value):
             raise StudyError(f"{self.source}: {role} metric {metric!r} is NaN for this trial")
         return value
+
+
+MAX_CHECKED = 1000  # values per parameter checked one by one; a wider int range is checked at its ends
+
+
+def checked_values(name: str, param: Any) -> list[Any]:
+    """The values of a space parameter the load-time check tries: every value of a finite parameter of at
+    most :data:`MAX_CHECKED` values, else the ends of its range."""
+    from solvermap.search.space import values_of
+    from solvermap.search.study_file import CategoricalParam, IntParam
+
+    if isinstance(param, CategoricalParam):
+        return list(param.choices)
+    count = ((param.high - param.low) // param.step + 1 if isinstance(param, IntParam)
+             else (param.high - param.low) / param.step + 1 if param.step else math.inf)
+    if count <= MAX_CHECKED:
+        return values_of(name, param)
+    return [param.low, param.high]
 
 
 def _cap_violation(cap: Cap, value: float) -> float:

@@ -74,22 +74,38 @@ class StudyDir:
 
 
 def _read_record(path: Path) -> dict[str, Any]:
+    from solvermap.inputs import read_text
+
+    source = str(path / "study.json")
     try:
-        return json.loads((path / "study.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(str(path / "study.json"), "", f"unreadable study record: {exc}") from None
+        record = json.loads(read_text(path / "study.json"))
+    except ValueError as exc:
+        raise InputError(source, "", f"unreadable study record: {exc}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("storage"), str):
+        raise InputError(source, "storage", "unreadable study record: expected an object with the storage URL")
+    return record
 
 
 def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str,
                 allow_imports: bool = False) -> StudyDir:
-    """Create the study directory, or reopen it to resume (module docstring); a study with ``imports:`` needs
-    ``allow_imports`` (checked before anything is written)."""
+    """Create the study directory, or reopen it to resume (module docstring). The study (its names, every
+    value its space can take, its sampler options, ``imports:`` only with ``allow_imports``), ``out`` and
+    ``storage`` are checked before anything is written."""
+    from solvermap.inputs import output_dir
     from solvermap.runs import RunDirectory
-    from solvermap.search.storage import default_url
+    from solvermap.search.evaluate import Evaluator
+    from solvermap.search.samplers import make_sampler
+    from solvermap.search.storage import default_url, open_storage
     from solvermap.search.study_file import check_imports
 
     spec = load_study(study_path)
     check_imports(spec, allow_imports, str(study_path))
+    if out is not None:
+        output_dir(out, "--out")
+    Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # every check of the study
+    make_sampler(spec, source=str(study_path))  # sampler options are checked by building the sampler
+    if storage is not None:
+        open_storage(storage, spec.storage)  # a storage that does not open fails before anything is written
     digest = study_digest(spec)
     if out is not None and (Path(out) / "study.json").exists():
         path = Path(out)
@@ -114,9 +130,11 @@ def open_dir(path: str | Path) -> StudyDir:
     path = Path(path)
     if not (path / "study.json").exists():
         raise InputError(str(path), "", "not a study directory (no study.json)")
+    from solvermap.inputs import load_yaml
+
     record = _read_record(path)
     source = str(path / "study.yaml")
-    spec = parse_study(yaml.safe_load((path / "study.yaml").read_text()), source)
+    spec = parse_study(load_yaml(path / "study.yaml"), source)
     return StudyDir(path, spec, record["storage"], True)
 
 

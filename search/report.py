@@ -10,6 +10,8 @@ Files written into the study directory::
                                        solution nor a proof), ``pruned`` (never evaluated: its bounds are
                                        dominated, or prove it infeasible) — else ``running``, ``waiting``,
                                        ``fail``; ``optuna_state`` is Optuna's
+                                       (a proposal that repeated a finished configuration was not evaluated
+                                       and is left out; counts["repeats"] says how many)
     tables/front.{csv,parquet}         the feasible non-dominated trials (all objectives at once), one
                                        per distinct configuration (the first trial that sampled it)
     tables/hypervolume.csv             hypervolume of the first k full evaluations, k = 1..n (see below)
@@ -42,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from solvermap.search.pareto import REFERENCE, hypervolume, hypervolume_history, normaliser, pareto_mask, to_minimisation
+from solvermap.search.storage import REPEAT_ATTR
 
 
 PARAM_ROOTS = ("target", "workload", "decisions", "solver", "choice")
@@ -116,6 +119,8 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     """One row per trial of an Optuna study, with the solvermap user attributes unpacked."""
     rows = []
     for t in study.get_trials(deepcopy=False):
+        if REPEAT_ATTR in t.user_attrs:
+            continue
         attrs = {**t.user_attrs, **(t.user_attrs.get("result") or {})}
         feasible = bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False
         row: dict[str, Any] = {"number": t.number, "state": _state(t.state.name, attrs, feasible),
@@ -177,7 +182,8 @@ def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyRe
               "infeasible": int((state == "infeasible").sum()), "unknown": int((state == "unknown").sum()),
               "pruned": int((state == "pruned").sum()), "finished": int(len(done) + (state == "pruned").sum()),
               "running": int((state == "running").sum()), "waiting": int((state == "waiting").sum()),
-              "failed": int((state == "fail").sum())}
+              "failed": int((state == "fail").sum()),
+              "repeats": sum(1 for t in study.get_trials(deepcopy=False) if REPEAT_ATTR in t.user_attrs)}
     if len(feasible):
         points = to_minimisation(feasible[objectives].to_numpy(dtype=float), directions)
         front = feasible[pareto_mask(points)].copy()

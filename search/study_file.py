@@ -45,6 +45,7 @@ directions, optional caps, the sampler, a seed and a budget::
     cache: {enabled: true, neighbours: 3}
     unknown: {retries: 1, budget_factor: 4}   # a solve with no solution and no proof: retried, then "unknown"
     pruning: {enabled: true}                  # skip designs whose certified bounds the front dominates
+    limits: {memory_gb: 8}             # memory cap of each trial's size estimates (default: half of memory)
     imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
                                        # trusted code, imported only with --allow-imports
 
@@ -68,8 +69,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from solvermap.config import Limits
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
+from solvermap.inputs import load_yaml
 
 AGGREGATES = ("geomean", "mean", "sum", "max", "min")
 SAMPLERS = ("nsga2", "nsga3", "tpe", "random", "grid", "gp", "qmc")
@@ -304,6 +307,7 @@ class StudyFile(_Strict):
     cache: CacheSettings = Field(default_factory=CacheSettings)
     unknown: UnknownSettings = Field(default_factory=UnknownSettings)
     pruning: PruningSettings = Field(default_factory=PruningSettings)
+    limits: Limits = Field(default_factory=Limits)
     imports: list[str] = Field(default_factory=list)
 
     @field_validator("target", mode="before")
@@ -413,15 +417,7 @@ def parse_study(data: Any, source: str) -> StudyFile:
 def load_study(path: str | Path) -> StudyFile:
     """Read and validate a study file; a relative target YAML path resolves against the file's folder."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), "", "no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    study = parse_study(data, str(path))
+    study = parse_study(load_yaml(path), str(path))
     target = study.target.name
     if target.endswith((".yaml", ".yml")) and not Path(target).is_absolute():
         local = path.parent / target
@@ -432,7 +428,7 @@ def load_study(path: str | Path) -> StudyFile:
 
 def study_digest(study: StudyFile) -> str:
     """Content hash of everything that defines the trials (used to refuse resuming a different study)."""
-    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description"})
+    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description", "limits"})
     text = yaml.safe_dump(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

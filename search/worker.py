@@ -16,6 +16,13 @@ SLURM's SIGTERM or time-limit signal, :mod:`.batch`), the interrupted trial is f
 once, under the slot lock, so another worker or a resumed study runs it — unless it finished meanwhile.
 Native solver code may swallow an exception raised by a signal handler, so ``stop_check`` is also
 called between trials: a stop that arrived during a solve ends the worker after that trial is told.
+
+No repeats: a proposal whose configuration a finished (or another running) trial already has is not
+evaluated: the trial is failed with the user attribute ``repeat_of`` (the report leaves such proposals
+out of the tables) and the worker asks again. The samplers' streams are reseeded per trial
+(:class:`~solvermap.search.samplers.TrialSeeded`), so the next proposal differs. A finite space caps
+``n_trials`` at its number of configurations, and :data:`MAX_REPEATS` proposals in a row that all
+repeat end the worker (the sampler finds nothing new).
 """
 
 from __future__ import annotations
@@ -32,10 +39,20 @@ from solvermap.search.evaluate import Evaluator, StudyError, TrialResult
 from solvermap.search.pruning import front_points, prune
 from solvermap.search.samplers import make_sampler
 from solvermap.search.space import enumerate_space, suggest
-from solvermap.search.storage import Heartbeat, RetryStaleTrial, SlotLock, claim, fail_stale, open_storage, redact
+from solvermap.search.storage import (
+    REPEAT_ATTR,
+    Heartbeat,
+    RetryStaleTrial,
+    SlotLock,
+    claim,
+    fail_stale,
+    open_storage,
+    redact,
+)
 from solvermap.search.study_file import StudyFile, study_digest
 
 META_ATTR = "solvermap"
+MAX_REPEATS = 200  # proposals in a row that repeat a finished configuration before a worker gives up
 
 
 class WorkerStopped(BaseException):
@@ -115,9 +132,39 @@ def open_study(spec: StudyFile, url: str, *, n_trials: int | None = None, worker
                              f"study {spec.name!r} already exists there with different contents (digest "
                              f"{meta.get('digest')} ≠ {digest}); give the study another `name` or use another storage")
     target = n_trials if n_trials is not None else spec.n_trials(len(grid) if grid is not None else None)
-    if grid is not None:
-        target = min(target, len(grid))
+    size = len(grid) if grid is not None else _finite_size(spec)
+    if size is not None:
+        target = min(target, size)  # no more distinct configurations than the space has
     return StudyHandle(study, url, lock, spec, target, len(grid) if grid is not None else None)
+
+
+def _finite_size(spec: StudyFile) -> int | None:
+    """The number of configurations of a space that can be enumerated, else None (floats, too many)."""
+    from solvermap.search.space import space_size
+
+    try:
+        return space_size(spec.space)
+    except InputError:
+        return None
+
+
+def config_key(params: Any) -> str:
+    """A configuration as a comparable text (parameter order does not matter)."""
+    import json
+
+    return json.dumps(dict(params), sort_keys=True, default=str)
+
+
+def _repeated(study: Any, trial: Any, config: dict[str, Any]) -> int | None:
+    """The number of a finished trial, or of another running one, with the configuration ``config``."""
+    from optuna.trial import TrialState
+
+    key = config_key(config)
+    for other in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+        if other.number != trial.number and REPEAT_ATTR not in other.user_attrs and config_key(other.params) == key:
+            if other.state == TrialState.COMPLETE or set(other.params) == set(config):
+                return other.number
+    return None
 
 
 @dataclass
@@ -133,6 +180,7 @@ class WorkerReport:
     failed: int = 0
     lost: int = 0  # trials failed as stale by another worker while this one still ran them
     errors: list[str] = field(default_factory=list)
+    repeats: int = 0  # proposals of a configuration a finished trial already had (not evaluated)
 
 
 def counts(study: Any) -> dict[str, int]:
@@ -171,6 +219,7 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
     report = WorkerReport(label)
     start = time.monotonic()
     checked = -math.inf  # when stale trials were last looked for
+    in_a_row = 0  # proposals in a row that repeated a finished configuration
     while True:
         if stop_check is not None:
             stop_check()
@@ -195,26 +244,44 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
         if trial is None:
             time.sleep(poll_s)  # the remaining trials run elsewhere; wait for them (or for them to go stale)
             continue
-        report.started += 1
         try:
             claim(study._storage, trial._trial_id, label)  # outside the lock: it is held as briefly as possible
             result = _run_trial(study, trial, spec, evaluator, report, on_trial, finished(c))
         except (KeyboardInterrupt, WorkerStopped, SystemExit) as exc:  # Ctrl-C, or a batch job told to stop
             _give_back(handle, trial, "interrupted" if isinstance(exc, KeyboardInterrupt) else f"worker stopped: {exc}")
             raise
+        if result is REPEAT:
+            in_a_row += 1
+            if in_a_row >= MAX_REPEATS:
+                report.errors.append(f"the sampler proposed only finished configurations {MAX_REPEATS} times in a "
+                                     "row; stopping (the space is nearly exhausted)")
+                break
+            continue
+        in_a_row = 0
+        report.started += 1
         if result is not None and on_trial is not None:
             on_trial(trial.number, result, finished(c) + 1)
     return report
 
 
+REPEAT: Any = object()  # what _run_trial returns for a proposal that repeats a finished configuration
+
+
 def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, report: WorkerReport,
                on_trial: Callable[[int, TrialResult | None, int], None] | None, finished: int) -> TrialResult | None:
-    """Evaluate one claimed trial and tell the storage; the result, or None when the trial failed or was lost."""
+    """Evaluate one claimed trial and tell the storage; the result, None when the trial failed or was lost,
+    or :data:`REPEAT` when it proposed a finished configuration (told failed, not evaluated)."""
     import optuna
 
     try:
         with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
             config = suggest(spec.space, trial)
+            repeat_of = _repeated(study, trial, config)
+            if repeat_of is not None:
+                report.repeats += 1
+                trial.set_user_attr(REPEAT_ATTR, repeat_of)
+                _tell_failed(study, trial, f"repeats the configuration of trial {repeat_of}: not evaluated")
+                return REPEAT
             result, bounds = None, None
             if spec.pruning.enabled:
                 result, bounds = prune(evaluator, config, front_points(study, spec.directions))

@@ -40,7 +40,7 @@ from typing import Any
 
 from solvermap.errors import (BackendUnavailable, ConfigError, InfeasibleError, InputError, SolvermapError, StrictError,
                               UnknownNameError)
-from solvermap.results import DecisionResult, MapResult
+from solvermap.results import DecisionResult, MapResult, backstop_decisions
 
 __all__ = ["map", "solve", "explore", "batch", "status", "run_state", "rerun", "load_workload", "load_target",
            "workloads", "targets", "decisions", "studies", "MapResult", "DecisionResult", "StudyResults", "Rerun",
@@ -60,11 +60,13 @@ def __getattr__(name: str) -> Any:
 
 
 def workloads() -> list[dict[str, Any]]:
-    """Built-in workloads: ``name, family, params`` (defaults), ``description`` (``solvermap workloads --json``)."""
+    """Built-in workloads: ``name, family, params`` (defaults), ``ranges`` (per parameter: its documented range,
+    short span and doc), ``description`` (``solvermap workloads --json``)."""
     from solvermap.ir.workloads import all_workloads
 
-    return [{"name": w.name, "family": w.family, "params": dict(w.params), "description": w.description}
-            for w in all_workloads()]
+    return [{"name": w.name, "family": w.family, "params": dict(w.params),
+             "ranges": {k: {"range": s.describe(), "span": s.span(), "doc": s.doc} for k, s in w.specs.items()},
+             "description": w.description} for w in all_workloads()]
 
 
 def targets() -> list[dict[str, Any]]:
@@ -192,6 +194,7 @@ def _prepare(workload: Any, target: Any, solver: str | None, time_limit: float |
              upto: str | None = None) -> _Prepared:
     """Resolve everything a run needs, checking it all before a directory is made or a model built."""
     from solvermap.config import build_config
+    from solvermap.limits import use_memory_cap
     from solvermap.hardware.targets import TargetSpec, load_target as load
     from solvermap.ir.workloads import Workload, build
     from solvermap.mappers import pipeline_for
@@ -213,6 +216,7 @@ def _prepare(workload: Any, target: Any, solver: str | None, time_limit: float |
     if upto is not None and upto not in pipeline.decisions:
         raise UnknownNameError(f"decision {upto!r} is not part of the {pipeline.family} pipeline; "
                                f"its decisions are: {', '.join(pipeline.decisions)}")
+    use_memory_cap(run_config.limits.memory_gb)
     pipeline.check_options(run_config.decisions)  # every decisions.<step>.<key>, before anything is written or solved
     export = {key: value for key, value in run_config.export.model_dump().items() if value is not None}
     for key in export:
@@ -224,6 +228,7 @@ def _prepare(workload: Any, target: Any, solver: str | None, time_limit: float |
     elif built.family not in (spec.family, "graph"):
         raise ConfigError(f"workload {built.name!r} was loaded for the {built.family} family; target {spec.name!r} "
                           f"is {spec.family}")
+    pipeline.check_size(spec, built, upto)  # memory the steps will need (solvermap.limits), before the run directory
     return _Prepared(run_config, spec, pipeline, built, export)
 
 
@@ -294,8 +299,13 @@ def require_storage(url: str | None) -> None:
 def _run(command: str, upto: str | None, workload: Any, target: Any, solver: str | None, time_limit: float | None,
          options: Mapping[str, Any] | None, out: str | Path | None, config: Any, strict: bool,
          write_model: str | None = None) -> Any:
+    from solvermap.inputs import output_dir, output_file
     from solvermap.runs import RunDirectory
 
+    if out is not None:
+        output_dir(out, "--out")
+    if write_model is not None:
+        output_file(write_model, "--write-model")
     prepared = _prepare(workload, target, solver, time_limit, options, config, upto)
     capture = None
     if write_model is not None:
@@ -365,6 +375,12 @@ def _execute(run: Any, command: str, upto: str | None, prepared: _Prepared, stri
             result: Any = MapResult(built.name, spec.name, spec.family, ran.records, ran.validation, run.path)
         else:
             result = DecisionResult(ran.records[-1], ran.records, spec.family, run.path)
+        fired = backstop_decisions(ran.records)
+        if fired:
+            with run.logging():
+                LOG.warning(f"warning: not reproducible: the wall-clock backstop stopped {', '.join(fired)} before "
+                            "its deterministic budget, so this answer may depend on machine load (raise "
+                            "solver.time_limit_s or run on a less loaded machine)")
         run.write_json("records.json", result.to_dict())
         if ran.records:
             run.write_table("decisions", result.to_frame())

@@ -138,6 +138,7 @@ def _run(decision: str | None, *, workload, target, solver, time_limit, as_json,
     from solvermap import api
     from solvermap.config import parse_set
     from solvermap.errors import StrictError
+    from solvermap.results import backstop_decisions
 
     options = dict(parse_set(sets or []))
     strict_error = None
@@ -151,6 +152,10 @@ def _run(decision: str | None, *, workload, target, solver, time_limit, as_json,
                                    out=out, config=config, strict=strict, write_model=write_model)
         except StrictError as exc:
             result, strict_error = exc.result, exc  # type: ignore[attr-defined]
+    fired = backstop_decisions(result.records)
+    if fired and quiet:  # otherwise the progress messages showed the warning already
+        stderr_console().print(f"warning: not reproducible: the wall-clock backstop stopped {', '.join(fired)} before "
+                               "its deterministic budget", highlight=False, markup=False, soft_wrap=True)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -311,7 +316,8 @@ def workloads_command(
     set_: SetOpt = None,
     quiet: QuietOpt = False, verbose: VerboseOpt = False,
 ) -> None:
-    """List built-in workloads (name, target family, parameters, description), or --export one as a program file."""
+    """List built-in workloads (name, target family, parameters with their ranges, description), or --export one as
+    a program file."""
     from solvermap import api
 
     if export is not None:
@@ -327,7 +333,8 @@ def workloads_command(
         sys.stdout.write(export_workload(export, family, params, fmt))
         return
     print_listing(api.workloads(), as_json, "workloads", ["name", "family", "params", "description"], lambda w: (
-        w["name"], w["family"], ", ".join(f"{k}={v}" for k, v in w["params"].items()), w["description"]))
+        w["name"], w["family"], ", ".join(f"{k}={v} ({w['ranges'][k]['span']})" for k, v in w["params"].items()),
+        w["description"]))
 
 
 @app.command("targets", short_help="list the target presets")
@@ -488,9 +495,12 @@ def status_command(
 
 
 def _register_extensions() -> None:
-    """Commands contributed by modules that may be absent (``register(app)`` adds them)."""
+    """Commands contributed by modules that may be absent (``register(app)`` adds them), once per process: a
+    second registration would add the commands again to every later ``main()`` in this process."""
     import importlib
 
+    if any(c.name == "hpvm-config" for c in app.registered_commands):
+        return
     for module in ("solvermap.hpvm_config_command",):
         try:
             mod = importlib.import_module(module)
@@ -506,6 +516,8 @@ def main() -> None:
     err_console = stderr_console()
     try:
         code = app(standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)  # typer returns the code of an Exit, e.g. 130 after Ctrl-C, instead of exiting
     except SolvermapError as exc:
         where = getattr(exc, "run_dir", None)
         err_console.print(f"error: {exc}" + (f" (run directory {where}, marked failed)" if where else ""),

@@ -6,14 +6,15 @@ YAML (all keys optional except ``workload`` and ``target``)::
     target: {name: plasticine, overrides: {pcu.stages: 4}}   # or just: target: plasticine
     solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
     decisions: {partition: {variant: table42, solver: {backend: highs}}}
+    limits: {memory_gb: 8}      # memory cap of the run's size estimates (default: half of memory, solvermap.limits)
     export: {hpvm_config: confs.txt}        # files a pipeline writes besides the run directory
     seed: 0
 
 ``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
 workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
-``decisions.partition.variant=table42``, ``export.hpvm_config=confs.txt``, ``seed=3``. The run seed is the
-solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes besides its run
-directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
+``decisions.partition.variant=table42``, ``limits.memory_gb=8``, ``export.hpvm_config=confs.txt``, ``seed=3``.
+The run seed is the solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes
+besides its run directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
+from solvermap.inputs import MAX_DEPTH, YamlSyntaxError, load_yaml, parse_yaml
 
 
 class WorkloadRef(BaseModel):
@@ -40,6 +41,14 @@ class TargetRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(BaseModel):
+    """Caps of a run (``solvermap.limits``): ``memory_gb`` bounds what a pipeline may plan to build."""
+
+    model_config = ConfigDict(extra="forbid")
+    memory_gb: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                    description="memory cap in GB (default: half of this machine's memory)")
 
 
 class ExportConfig(BaseModel):
@@ -56,6 +65,7 @@ class RunConfig(BaseModel):
     target: TargetRef
     solver: SolverConfig = Field(default_factory=SolverConfig)
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
     export: ExportConfig = Field(default_factory=ExportConfig)
     seed: int = Field(0, ge=0)
 
@@ -77,14 +87,18 @@ class RunConfig(BaseModel):
 
 
 def parse_set(items: list[str]) -> list[tuple[str, Any]]:
+    """``key=value`` pairs; a value is YAML (``16``, ``[1, 2]``, ``{a: 1}``), or the plain string when it
+    does not parse (``--set workload.name=model.onnx``). A value nested too deep is refused."""
     out = []
     for item in items:
         if "=" not in item:
             raise InputError("--set", item, "expected key=value")
         key, raw = item.split("=", 1)
+        if key.count(".") >= MAX_DEPTH:
+            raise InputError("--set", key[:60] + "...", f"more than {MAX_DEPTH} dotted parts")
         try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError:
+            value = parse_yaml(raw, f"--set {key}") if raw != "" else ""
+        except YamlSyntaxError:
             value = raw
         out.append((key.strip(), value))
     return out
@@ -111,15 +125,7 @@ def build_config(
         source, loaded = "config", dict(config_file)
     elif config_file:
         source = str(config_file)
-        path = Path(config_file)
-        if not path.is_file():
-            raise InputError(source, "", "no such file" if not path.exists() else "not a file")
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise InputError(source, "", f"invalid YAML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(source, "", f"unreadable: {exc}") from None
+        loaded = load_yaml(config_file) or {}
     if config_file:
         if not isinstance(loaded, dict):
             raise InputError(source, "", "expected a YAML mapping")
@@ -127,9 +133,15 @@ def build_config(
             if key in ("workload", "target") and isinstance(value, str):
                 value = {"name": value}
             data[key] = value
-    data["workload"] = dict(data["workload"]) if isinstance(data["workload"], dict) else {"name": data["workload"]}
-    data["target"] = dict(data["target"]) if isinstance(data["target"], dict) else {"name": data["target"]}
-    data["solver"] = dict(data.get("solver") or {})
+    for key in ("workload", "target"):
+        if not isinstance(data[key], dict):
+            data[key] = {"name": data[key]}
+        data[key] = dict(data[key])
+    for key, inner in (("workload", "params"), ("target", "overrides")):
+        if inner in data[key]:
+            data[key][inner] = _mapping(data[key][inner], source, f"{key}.{inner}")
+    for key in ("solver", "decisions", "limits", "export"):
+        data[key] = _mapping(data.get(key), source, key)
     if workload:
         data["workload"]["name"] = workload
     if target:
@@ -159,6 +171,15 @@ def build_config(
         raise InputError(source, loc, msg) from None
 
 
+def _mapping(value: Any, source: str, field: str) -> dict[str, Any]:
+    """A copy of a section that must be a mapping (absent: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(source, field, f"expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
 def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
     head, _, rest = key.partition(".")
     if head == "workload" and rest and rest != "name":
@@ -167,21 +188,24 @@ def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
         data["target"].setdefault("overrides", {})[rest] = value
     elif head == "solver" and rest:
         data["solver"][rest] = value
+    elif head == "limits" and rest:
+        data["limits"][rest] = value
     elif head == "decisions" and rest:
         name, _, option = rest.partition(".")
         if not option:
             raise InputError("--set", key, "expected decisions.<decision>.<option>=value")
-        node = data.setdefault("decisions", {}).setdefault(name, {})
-        parts = option.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
+        node = data["decisions"]
+        parts = [name, *option.split(".")]
+        for depth, part in enumerate(parts[:-1]):
+            node[part] = _mapping(node.get(part), "--set", "decisions." + ".".join(parts[: depth + 1]))
+            node = node[part]
         node[parts[-1]] = value
     elif head == "export" and rest:
-        data.setdefault("export", {})[rest] = value
+        data["export"][rest] = value
     elif head in ("workload", "target") and rest == "name":
         data[head]["name"] = value
     elif head == "seed" and not rest:
         data["seed"] = value
     else:
         raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
-                         "decisions.<decision>.<option>, export.<file> or seed")
+                         "decisions.<decision>.<option>, limits.memory_gb, export.<file> or seed")

@@ -157,8 +157,10 @@ class MapResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly what ``solvermap map --json`` prints (and the run's ``records.json``)."""
+        fired = backstop_decisions(self.records)
         return to_jsonable({"workload": self.workload, "target": self.target, "family": self.family,
-                            "decisions": [r.to_json() for r in self.records], "validation": self.validation})
+                            "decisions": [r.to_json() for r in self.records], "validation": self.validation,
+                            "reproducible": not fired, "backstop_fired": fired})
 
     def to_frame(self) -> Any:
         """One row per decision (pandas): backend, status, objective, bound, gap, times, baseline, check."""
@@ -202,13 +204,21 @@ class DecisionResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly what ``solvermap solve DECISION --json`` prints (and the run's ``records.json``)."""
-        if self.model_file is None:
-            return to_jsonable(self.record.to_json())
-        return to_jsonable({**self.record.to_json(), "model_file": self.model_file})
+        fired = backstop_decisions(self.records)
+        out = {**self.record.to_json(), "reproducible": not fired, "backstop_fired": fired}
+        if self.model_file is not None:
+            out["model_file"] = self.model_file
+        return to_jsonable(out)
 
     def to_frame(self) -> Any:
         """The ``decisions`` table of the run (pandas): one row per decision that ran, this one last."""
         return decisions_frame(self.records)
+
+
+def backstop_decisions(records: list[DecisionRecord]) -> list[str]:
+    """The decisions whose solve the wall-clock backstop stopped before its deterministic budget: their answer
+    may depend on machine load (``SolveResult.backstop_fired``), so a run that has any is not reproducible."""
+    return [r.decision for r in records if getattr(r.solver, "backstop_fired", False)]
 
 
 def _finite(value: float | None) -> float | None:

@@ -24,11 +24,13 @@ tests check it against the golden executor :func:`~solvermap.ir.loopnest.evaluat
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from solvermap.errors import InputError
 from solvermap.ir.loopnest import Program, Tensor, statement
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, register
 
 # Table I (002:L326-L333): C, IHW, K, R=S, stride (OHW follows).
 TABLE_I = (
@@ -112,8 +114,27 @@ def conv2d_inputs(program: Program, seed: int = 0,
     return out
 
 
+INTEGER_DTYPES = ("uint8", "int8", "uint16", "int16", "int32")
+
+
 def _conv_params(C, IHW, K, R, stride) -> dict:
-    return {"C": C, "K": K, "IHW": IHW, "R": R, "stride": stride, "data_dtype": "uint8", "weight_dtype": "int8"}
+    return {"C": Param(C, "input channels", 1, 8192), "K": Param(K, "output channels (filters)", 1, 8192),
+            "IHW": Param(IHW, "input height = width, padding included", 1, 8192),
+            "R": Param(R, "kernel height = width", 1, 31), "stride": Param(stride, "stride", 1, 16),
+            "data_dtype": Param("uint8", "activation dtype", choices=INTEGER_DTYPES),
+            "weight_dtype": Param("int8", "weight dtype", choices=INTEGER_DTYPES)}
+
+
+def conv2d_bytes(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str, **_: Any):
+    """Memory a run holds at least: data, weights and int32 output, and the float64 im2col matrix and
+    product of the reference (:func:`conv2d_reference`), counted for the square layer these C, K, IHW, R and
+    stride give (the other layer-shape parameters are not counted: a lower estimate)."""
+    ohw = max(0, (IHW - R) // stride + 1)
+    size = {d: np.dtype(d).itemsize for d in INTEGER_DTYPES}
+    tensors = C * IHW * IHW * size[data_dtype] + K * C * R * R * size[weight_dtype] + 4 * K * ohw * ohw
+    reference = 8 * (C * R * R * ohw * ohw + K * ohw * ohw)
+    return [(f"workload.C={C}, K={K}, IHW={IHW}, R={R}, stride={stride}: tensors and the im2col reference",
+             tensors + reference)]
 
 
 def _register_table_layer(index: int, row: tuple) -> None:
@@ -124,7 +145,7 @@ def _register_table_layer(index: int, row: tuple) -> None:
         return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
 
     register(name, "cpu", f"UNIT Table I layer #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride} "
-             f"(002:L326-L333)", params=_conv_params(C, IHW, K, R, stride))(build)
+             f"(002:L326-L333)", params=_conv_params(C, IHW, K, R, stride), estimate=conv2d_bytes)(build)
 
 
 def _register_resnet_layer(index: int, row: tuple) -> None:
@@ -135,7 +156,7 @@ def _register_resnet_layer(index: int, row: tuple) -> None:
         return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
 
     register(name, "cpu", f"ResNet-18 conv #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride}",
-             params=_conv_params(C, IHW, K, R, stride))(build)
+             params=_conv_params(C, IHW, K, R, stride), estimate=conv2d_bytes)(build)
 
 
 for _i, _row in enumerate(TABLE_I, start=1):
@@ -146,8 +167,13 @@ for _i, _row in enumerate(RESNET18, start=1):
 
 @register("conv2d", "cpu", "quantized 2-D convolution of any shape: C, K, R x S filters, P x Q outputs, batch N, "
           "groups G, strides, dilations (uint8 data, int8 weights, int32 out)",
-          params={**_conv_params(64, 16, 64, 3, 1), "S": None, "P": None, "Q": None, "N": 1, "G": 1, "Wstride": None,
-                  "Hstride": None, "Wdilation": 1, "Hdilation": 1})
+          params={**_conv_params(64, 16, 64, 3, 1),
+                  "S": Param(None, "kernel height (default: R)"), "P": Param(None, "output width (default: from IHW)"),
+                  "Q": Param(None, "output height (default: from IHW)"), "N": Param(1, "batch", 1, 4096),
+                  "G": Param(1, "groups", 1, 8192), "Wstride": Param(None, "width stride (default: stride)"),
+                  "Hstride": Param(None, "height stride (default: stride)"), "Wdilation": Param(1, "width dilation", 1, 64),
+                  "Hdilation": Param(1, "height dilation", 1, 64)},
+          estimate=conv2d_bytes)
 def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str, S: int | None = None,
            P: int | None = None, Q: int | None = None, N: int = 1, G: int = 1, Wstride: int | None = None,
            Hstride: int | None = None, Wdilation: int = 1, Hdilation: int = 1) -> Program:

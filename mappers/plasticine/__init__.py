@@ -36,7 +36,7 @@ from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, 
 from solvermap.ir.graph import DataflowGraph
 from solvermap.mappers.plasticine import decomposition, dfg_lowering, from_model, lowering, simulation, traversal
 from solvermap.mappers.plasticine.bounds import lower_bounds
-from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
+from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end, size_estimate
 from solvermap.results import DecisionRecord
 
 
@@ -185,4 +185,5 @@ PIPELINE = Pipeline(
     validate=validate,
     default_workload="dotproduct",
     bounds=lower_bounds,  # certified, before any solve (bounds.py)
+    estimate=size_estimate,
 )

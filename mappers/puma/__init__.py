@@ -67,6 +67,7 @@ def _convert(ctx: Context) -> None:
 
     net = lower(ctx.workload.ir)
     check_size(net, _spec(ctx), ctx.workload)
+    check_blocks(net, _spec(ctx), ctx.workload.name)
     ctx.state["network.original"] = net
 
 
@@ -98,6 +99,17 @@ def calibration_samples(network, requested: int, memory_mb: int) -> int:
     largest = max([math.prod(network.input_shape)] + [math.prod(layer.shape) for layer in network.layers])
     per_sample = 4 * 8 * largest
     return max(1, min(requested, int(memory_mb * 2**20 // per_sample)))
+
+
+def check_blocks(network, spec, source: str) -> None:
+    """Refuse a network whose crossbar blocks pass the memory cap before any later step tiles them: the
+    partitioning and the functional simulation hold each block's cells (at least one int64 per cell)."""
+    from solvermap.hardware.puma.network import matrix_shapes
+    from solvermap.limits import check_estimate
+
+    rows, cols = spec.crossbar.rows, spec.crossbar.cols
+    blocks = sum(math.ceil(o / cols) * math.ceil(i / rows) for layer in network.mvm_layers() for o, i in matrix_shapes(layer))
+    check_estimate(f"{blocks:,} crossbar blocks of {rows}x{cols} cells", 8.0 * blocks * rows * cols, source)
 
 
 def _calibration(ctx: Context, network, samples: int) -> np.ndarray:

@@ -737,7 +737,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         for t in types:
             f = _reduced_costs(t.cost, rows, duals)
             f[("one",)] = f.get(("one",), 0.0) - duals[("conv", t.name)]
-            config = budget.config.with_(time_limit_s=min(1.0, max(0.05, left / (8 * len(types)))))
+            config = budget.config.with_budget(min(1.0, max(0.05, left / (8 * len(types)))))
             columns, record = _heuristic_columns(st, cap, t.max_tiles, f, config)
             budget.charge_solve(record, config)
             for q in columns:
@@ -749,7 +749,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         exact_every = 0
         lagrangian = sum(duals[r] * rhs[r] for r in rows)
         for t in types:
-            config = budget.config.with_(time_limit_s=min(20.0, max(0.2, left / (2 * len(types)))))
+            config = budget.config.with_budget(min(20.0, max(0.2, left / (2 * len(types)))))
             price, found, record = _price(pricers[t.name], t.cost, rows, duals, config)
             budget.charge_solve(record, config)
             lagrangian += t.count * min(0.0, price)

@@ -107,15 +107,29 @@ def test_a_finished_run_is_marked_ok(tmp_path, toy_target):
     assert state.state == "ok" and not state.failed and state.command == "map"
 
 
-def test_a_study_that_fails_after_its_directory_exists_is_marked_failed(tmp_path):
+def test_a_study_that_fails_after_its_directory_exists_is_marked_failed(tmp_path, monkeypatch):
+    from solvermap.search import worker
+    from tests.search.conftest import write_study
+
+    def refused(*args, **kwargs):
+        raise InputError("postgresql://nobody@127.0.0.1:9/none", "", "connection refused")
+
+    monkeypatch.setattr(worker, "open_study", refused)  # the storage fails once the study directory is made
+    study = write_study(tmp_path / "toy.yaml")
+    with pytest.raises(InputError):
+        solvermap.explore(study, out=tmp_path / "s", allow_imports=True)
+    state = read_run(tmp_path / "s")
+    assert state.command == "explore" and state.failed and "127.0.0.1" in (tmp_path / "s" / "log.txt").read_text()
+
+
+def test_an_unreachable_storage_is_refused_before_the_study_directory_exists(tmp_path):
     from tests.search.conftest import write_study
 
     study = write_study(tmp_path / "toy.yaml")
-    with pytest.raises(InputError):  # the storage refuses the connection after the study directory is made
+    with pytest.raises(InputError, match="127.0.0.1"):
         solvermap.explore(study, out=tmp_path / "s", storage="postgresql://nobody@127.0.0.1:9/none",
                           allow_imports=True)
-    state = read_run(tmp_path / "s")
-    assert state.command == "explore" and state.failed and "127.0.0.1" in (tmp_path / "s" / "log.txt").read_text()
+    assert not (tmp_path / "s").exists()
 
 
 def test_read_run_refuses_a_directory_without_a_record(tmp_path):

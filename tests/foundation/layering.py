@@ -8,7 +8,8 @@ literal name) only modules of the layers its own layer lists in :data:`ALLOWED`:
 layer           modules                                                     may import
 ==============  ==========================================================  ===========================================
 ``root``        ``solvermap`` (package), ``solvermap.errors``,              ``root``
-                ``solvermap.results``
+                ``solvermap.results``, ``solvermap.codec``,
+                ``solvermap.limits``, ``solvermap.inputs``
 ``ir``          ``solvermap.ir.*``                                          ``root``, ``ir``
 ``facade``      ``solvermap.formulations`` (package),                       ``root``, ``facade``
                 ``solvermap.formulations.solver[.*]``,
@@ -84,6 +85,8 @@ ROOT_LAYERS = {
     "solvermap.errors": "root",
     "solvermap.results": "root",
     "solvermap.codec": "root",
+    "solvermap.limits": "root",
+    "solvermap.inputs": "root",
     "solvermap.config": "run",
     "solvermap.runs": "run",
     "solvermap.api": "api",
