@@ -67,7 +67,10 @@ def _workload(ctx: Context):
 
     ir = ctx.workload.ir
     if from_model.is_model(ir):  # an ONNX model with a dataset (from_model.py)
-        ir = from_model.network(ir, str(ctx.workload.params.get("dataset", "digits")))
+        dataset = str(ctx.workload.params.get("dataset", "digits"))
+        if "onnx_network" not in ctx.state:
+            ctx.state["onnx_network"] = _model_network(ir, dataset)
+        ir = ctx.state["onnx_network"]
     if isinstance(ir, (TensorNetwork, PromiseKernel)):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
@@ -82,6 +85,21 @@ def _workload(ctx: Context):
                          "pipeline runs the built-in networks (lenet, dnn1, dnn2, dnn3, promise_mlp, *_mnist), ONNX "
                          "models with weights and PROMISE kernels")
     raise InputError(ctx.workload.name, "workload", f"unsupported workload type {type(ir).__name__}")
+
+
+def _model_network(model, dataset: str) -> TensorNetwork:
+    """An imported ONNX model as a network: with trained weights and the built-in digits, the general chain
+    converter (:func:`onnx_network`: any square conv, pooling, the 8x8 and 28x28 digits) first; otherwise, or
+    when that converter refuses the model, :func:`from_model.network` (HPVM's conv/FC layer chain, a labelled
+    ``.npz`` dataset, shape-only models for ``fuse``), whose refusal names the operator."""
+    from solvermap.mappers.approxhpvm import from_model
+
+    if dataset == "digits" and model.weights == "file" and str(model.source).lower().endswith(".onnx"):
+        try:
+            return onnx_network(str(model.source))
+        except InputError:
+            pass
+    return from_model.network(model, dataset)
 
 
 def onnx_network(path: str) -> TensorNetwork:
