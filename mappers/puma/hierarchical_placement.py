@@ -251,6 +251,7 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
         certified = lower_bound(problem, budget, [decision] + ([hint] if hint is not None else []), k, config)
         details["certified_bound"] = certified.to_json()
         bound = max(bound, certified.value)
+        clock.backstop_fired = clock.backstop_fired or certified.details.get("backstop_fired", False)
     bound = min(bound, value)
     status = Status.OPTIMAL if value - bound <= 1e-6 * max(1.0, value) else Status.FEASIBLE
     last = records[-1]
