@@ -14,8 +14,10 @@ work (each solve keeps the facade's own wall-clock backstop, and a solve it stop
 ``backstop_fired``). A config with ``deterministic=False`` counts wall seconds instead.
 
 API
-    ``Budget(config)``            the budget ``config.time_limit_s`` (None = unlimited) of work units
-    ``budget.share(f, floor, cap)`` ``config`` limited to f × what is left (at least ``floor``, at most ``cap``)
+    ``Budget(config)``            the budget ``config.budget()`` (None = unlimited): ``work_limit`` when given, else
+                                  ``time_limit_s``, in work units (wall seconds when not deterministic)
+    ``budget.share(f, floor, cap)`` ``config`` limited to f × what is left (at least ``floor``, at most ``cap``),
+                                  through ``config.with_budget`` (a share never keeps the parent's ``work_limit``)
     ``budget.portion(f, floor)``  ``config`` limited to f × the total, never more than is left
     ``budget.charge(work)`` / ``budget.charge_solve(result, given)``   spend work
     ``budget.left()`` / ``budget.elapsed()`` / ``budget.exhausted(floor)``
@@ -55,13 +57,13 @@ def spent_by(result: SolveResult, given: SolverConfig) -> float:
 
 
 class Budget:
-    """One budget (``config.time_limit_s`` work units; None = unlimited) spent by many solves. Deterministic
+    """One budget (``config.budget()`` work units; None = unlimited) spent by many solves. Deterministic
     configs count only charged work, so the split between solves — and the answer — does not depend on
     machine load; non-deterministic configs count wall seconds."""
 
     def __init__(self, config: SolverConfig) -> None:
         self.config = config
-        self.total: float | None = config.time_limit_s
+        self.total: float | None = config.budget()
         self.deterministic = config.deterministic
         self.start = time.perf_counter()
         self.spent = 0.0
@@ -101,14 +103,14 @@ class Budget:
         if left is None:
             return base
         work = left * fraction if cap is None else min(left * fraction, cap)
-        return base.with_(time_limit_s=max(floor, work))
+        return base.with_budget(max(floor, work))
 
     def portion(self, fraction: float, *, floor: float = 0.2, config: SolverConfig | None = None) -> SolverConfig:
         """``config`` limited to ``fraction`` of the total, never more than is left (at least ``floor``)."""
         base = config or self.config
         if self.total is None:
             return base
-        return base.with_(time_limit_s=max(floor, min(self.total * fraction, self.left())))
+        return base.with_budget(max(floor, min(self.total * fraction, self.left())))
 
 
 def sequence(results: list[SolveResult], value: float | None, bound: float | None, message: str = "",

@@ -26,7 +26,9 @@ from __future__ import annotations
 import ast
 import itertools
 import keyword
+import math
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -42,12 +44,38 @@ NUMPY_DTYPES = {
 }
 
 
+GENERATORS = ("uniform", "normal", "constant", "ramp", "values")
+
+
+@dataclass(frozen=True)
+class Generator:
+    """How the data of an input tensor is made (:func:`generate`); a field not used by ``kind`` stays None.
+
+    ``uniform``: integers in [low, high] (floats in [low, high)); ``normal``: mean, std (rounded and clipped
+    for integer dtypes); ``constant``: value; ``ramp``: start + step · flat index (wrapping like the dtype);
+    ``values``: the row-major values themselves. ``seed`` fixes the random stream; without one the run's
+    seed is used (mixed with the tensor name, so two inputs never share a stream).
+    """
+
+    kind: str = "uniform"
+    low: float | int | None = None
+    high: float | int | None = None
+    mean: float | int | None = None
+    std: float | int | None = None
+    value: float | int | None = None
+    start: float | int | None = None
+    step: float | int | None = None
+    values: tuple[float | int, ...] = ()
+    seed: int | None = None
+
+
 @dataclass(frozen=True)
 class Tensor:
     name: str
     shape: tuple[int, ...]
     dtype: str = "int32"
     role: str = "temp"  # input | output | temp
+    data: Generator | None = None  # inputs only: how test data is made (None: :func:`random_inputs`' default)
 
     @property
     def size(self) -> int:
@@ -372,6 +400,54 @@ def _expr(node: ast.AST, loop_vars: list[str], text: str) -> Expr:
     raise InputError("", "expr", f"unsupported expression {ast.unparse(node)!r} in {text!r}")
 
 
+# ------------------------------------------------------------------ printing
+
+# Python precedence of the operators the parser reads (higher binds tighter); all are left-associative.
+_SYMBOLS = {"or": ("|", 1), "and": ("&", 2), "shl": ("<<", 3), "shr": (">>", 3), "add": ("+", 4), "sub": ("-", 4),
+            "mul": ("*", 5), "div": ("//", 5)}
+_UNARY = 6
+_ATOM = 7
+
+
+def expr_text(expr: Expr) -> str:
+    """The text :func:`parse_expr` reads back into ``expr`` (the same tree: parentheses where precedence and
+    left-associativity need them). A negative :class:`Const` prints as ``-c``, which reads back as
+    ``neg(c)``: the same values, another tree (the parser makes no negative constants)."""
+    return _text(expr)[0]
+
+
+def _text(expr: Expr) -> tuple[str, int]:
+    if isinstance(expr, Const):
+        value = expr.value
+        if isinstance(value, (bool, np.bool_)):
+            text = repr(bool(value))
+        elif isinstance(value, (int, np.integer)):
+            text = str(int(value))
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise InputError("", "expr", f"constant {value} has no text form")
+            text = repr(value)
+        return text, (_UNARY if text.startswith("-") else _ATOM)
+    if isinstance(expr, Load):
+        return expr.access.text(), _ATOM
+    if isinstance(expr, Cast):
+        return f"{expr.dtype}({_text(expr.arg)[0]})", _ATOM
+    op = expr.op
+    if op in _SYMBOLS and len(expr.args) == 2:
+        symbol, prec = _SYMBOLS[op]
+        (left, lp), (right, rp) = _text(expr.args[0]), _text(expr.args[1])
+        left = left if lp >= prec else f"({left})"
+        right = right if rp > prec else f"({right})"
+        return f"{left} {symbol} {right}", prec
+    if op == "neg" and len(expr.args) == 1:
+        inner, prec = _text(expr.args[0])
+        return "-" + (inner if prec >= _UNARY and not inner.startswith("-") else f"({inner})"), _UNARY
+    if op in ("max", "min", "abs", "select", "clamp"):
+        return f"{op}({', '.join(_text(a)[0] for a in expr.args)})", _ATOM
+    raise InputError("", "expr", f"operator {op!r} with {len(expr.args)} operands has no text form")
+
+
 # ------------------------------------------------------------------ evaluation
 
 
@@ -452,15 +528,55 @@ def evaluate(program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np
     return env
 
 
+def default_range(dtype: str) -> tuple[int, int]:
+    """The integer range :func:`random_inputs` draws from by default: the dtype's range cut to [-128, 255]."""
+    info = np.iinfo(NUMPY_DTYPES[dtype])
+    return max(info.min, -128), min(info.max, 255)
+
+
+def generate(tensor: Tensor, seed: int = 0) -> np.ndarray:
+    """The data of an input tensor made by its :class:`Generator` (``seed``: the run's seed)."""
+    gen = tensor.data or Generator()
+    np_dtype = NUMPY_DTYPES[tensor.dtype]
+    integer = np.issubdtype(np_dtype, np.integer)
+    size = math.prod(tensor.shape)
+    stream = gen.seed if gen.seed is not None else [int(seed) & 0xFFFFFFFF, zlib.crc32(tensor.name.encode())]
+    rng = np.random.default_rng(stream)
+    if gen.kind == "uniform":
+        if integer:
+            lo, hi = default_range(tensor.dtype)
+            lo, hi = int(gen.low if gen.low is not None else lo), int(gen.high if gen.high is not None else hi)
+            data = rng.integers(lo, hi + 1, size=size)
+        else:
+            data = rng.uniform(gen.low if gen.low is not None else -1.0, gen.high if gen.high is not None else 1.0, size)
+    elif gen.kind == "normal":
+        data = rng.normal(gen.mean or 0.0, gen.std if gen.std is not None else 1.0, size)
+        if integer:
+            info = np.iinfo(np_dtype)
+            data = np.clip(np.rint(data), info.min, info.max)
+    elif gen.kind == "constant":
+        data = np.full(size, gen.value or 0)
+    elif gen.kind == "ramp":
+        data = (gen.start or 0) + (gen.step if gen.step is not None else 1) * np.arange(size, dtype=np.int64 if integer else np.float64)
+    elif gen.kind == "values":
+        data = np.asarray(gen.values)
+    else:
+        raise InputError("", f"tensor '{tensor.name}'.data", f"unknown generator {gen.kind!r}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(data).astype(np_dtype).reshape(tensor.shape)
+
+
 def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic random inputs in each input tensor's dtype range (small ranges for floats)."""
+    """Deterministic inputs: each input tensor's :class:`Generator` where it has one, else random values in
+    its dtype range (cut to [-128, 255]; standard normal for floats) from one stream seeded by ``seed``."""
     rng = np.random.default_rng(seed)
     out = {}
     for tensor in program.inputs:
         np_dtype = NUMPY_DTYPES[tensor.dtype]
-        if np.issubdtype(np_dtype, np.integer):
-            info = np.iinfo(np_dtype)
-            lo, hi = max(info.min, -128), min(info.max, 255)
+        if tensor.data is not None:
+            out[tensor.name] = generate(tensor, seed)
+        elif np.issubdtype(np_dtype, np.integer):
+            lo, hi = default_range(tensor.dtype)
             out[tensor.name] = rng.integers(lo, hi + 1, size=tensor.shape).astype(np_dtype)
         else:
             out[tensor.name] = rng.standard_normal(tensor.shape).astype(np_dtype)

@@ -112,7 +112,7 @@ class PlaceOptions(DecisionOptions):
 
 
 PLACE = Decision(
-    name="place", summary="PBs onto the typed PCU/PMU/DAG sites: Σ activation × broadcast-tree length (L320, L447)",
+    name="place", summary="PBs onto the typed PCU/PMU/DAG sites: Σ activation × broadcast-tree length",  # seed 004 L320, L447
     kind="milp", problem_type=placement_problems.PlacementProblem, decision_type=placement_problems.Placement,
     options=PlaceOptions, solve=ModuleSolve(placement), objective=placement_problems.objective,
     checker=placement_check.check, modules=("solvermap.formulations.placement", "solvermap.formulations.problems.placement"),
@@ -130,17 +130,17 @@ class FlowOptions(DecisionOptions):
 FLOW_BACKEND = "highs"  # the flow models' LP relaxations are near tight: HiGHS proves them where CP-SAT stalls
 
 SPLIT = Decision(
-    name="split", summary="hybrid split: activation × fanout carried by the static tracks (L320); all static / dynamic on S / D",
+    name="split", summary="hybrid split: activation × fanout carried by the static tracks; all static / dynamic on S / D",  # L320
     kind="milp", problem_type=split_problems.SplitProblem, decision_type=split_problems.Split, options=FlowOptions,
     solve=ModuleSolve(link_split), objective=split_problems.objective, checker=split_check.check, sense="max",
     modules=("solvermap.formulations.link_split", "solvermap.formulations.problems.link_split"),
-    baselines=(Baseline("greedy-L320", Ref(f"{PLASTICINE}.network:greedy_split")),
+    baselines=(Baseline("greedy-activation", Ref(f"{PLASTICINE}.network:greedy_split")),  # the seed's greedy (L320)
                Baseline("all-dynamic", Ref(f"{PLASTICINE}.network:all_dynamic_split"))),
     diagnose=link_split.diagnose, preferred_backend=FLOW_BACKEND,
 )
 
 ROUTE = Decision(
-    name="route", summary="multi-commodity flow broadcast trees: exclusive static tracks (L302), ≤ v# paths per dynamic link",
+    name="route", summary="multi-commodity flow broadcast trees: exclusive static tracks, ≤ v# paths per dynamic link",  # L302
     kind="milp", problem_type=routing_problems.RoutingProblem, decision_type=routing_problems.Routes, options=FlowOptions,
     solve=ModuleSolve(routing), objective=routing_problems.objective, checker=routing_check.check,
     modules=("solvermap.formulations.routing", "solvermap.formulations.problems.routing"),
@@ -153,14 +153,14 @@ ROUTE = Decision(
 
 class VcOptions(DecisionOptions):
     mode: Literal["per_hop", "per_path"] = Field("per_hop", description="per_hop: the routing table gives the next "
-                                                 "VC (L324); per_path: one VC for a whole path")
-    joint: bool = Field(False, description="pick each link's tree among `candidates` trees jointly with the VCs (L433)")
+                                                 "VC; per_path: one VC for a whole path")  # per_hop: seed 004 L324
+    joint: bool = Field(False, description="pick each link's tree among `candidates` trees jointly with the VCs")  # L433
     candidates: int = Field(4, ge=1, description="candidate trees per logical link when joint")
     sim_window: int = Field(2048, ge=1, description="NoC co-simulation window (cycles) of the validation")
 
 
 VC = Decision(
-    name="vc", summary="VC allocation: one logical path per (link, VC), acyclic CDG with PB backpressure (L312-316)",
+    name="vc", summary="VC allocation: one logical path per (link, VC), acyclic CDG with PB backpressure",  # L312-316
     kind="milp", problem_type=vc_problems.VcProblem, decision_type=vc_problems.VcAssignment, options=VcOptions,
     solve=ModuleSolve(vc_allocation), objective=vc_problems.objective, checker=vc_check.check,
     modules=("solvermap.formulations.vc_allocation", "solvermap.formulations.problems.vc_allocation"),
@@ -363,6 +363,8 @@ class TensorizeOptions(DecisionOptions):
     tuner: Literal["unit-default", "unit", "optuna"] = Field("optuna", description="schedule tuner of the validation")
     trials: int = Field(12, ge=0, description="Optuna samples")
     unit_pairs: int = Field(8, ge=1, description="UNIT (parallel, unroll) pairs profiled")
+    tiles: int = Field(8, ge=1, description="register tiles measured")
+    tune_untensorized: bool = Field(True, description="tune the untensorized peer for itself")
     measure: Literal["time", "model"] = Field("time", description="time compiled kernels or use the cost model")
     rounds: int | None = Field(None, ge=1, description="timing rounds; default: the target's")
     min_seconds: float | None = Field(None, gt=0, description="seconds per timing round at least; default: the target's")

@@ -19,7 +19,10 @@ a pipeline step refers to one (``decide(PARTITION, partition_step, ...)``).
 5. validate (simulator) and return a :class:`~solvermap.results.DecisionRecord`.
 
 An infeasible problem stops the pipeline with an :class:`~solvermap.errors.InfeasibleError` whose
-message is the formulation's diagnosis or the conflicting constraint groups.
+message is the formulation's diagnosis or the conflicting constraint groups. A solve that stops at its
+budget with no solution and no proof (``timeout-no-solution``) while no baseline gives a decision is
+*unknown*, not infeasible: it is solved again with ``ctx.retry_factor`` times the budget, up to
+``ctx.retries`` times, and then stops the pipeline with an :class:`~solvermap.errors.UnknownError`.
 
 Options and state are declared and checked before anything runs. Each step has an options model
 (a decision's comes from its descriptor; ``--set decisions.<step>.<key>=value``), and
@@ -36,8 +39,9 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -45,11 +49,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from solvermap.codec import decode, encode
-from solvermap.errors import ConfigError, InfeasibleError, UnknownNameError
+from solvermap.errors import ConfigError, InfeasibleError, UnknownError, UnknownNameError
 from solvermap.formulations.solver import CONVEX_BACKENDS, MILP_BACKENDS, SolverConfig, Status
+from solvermap.limits import check_estimate
 from solvermap.results import BaselineResult, CheckReport, DecisionRecord, to_jsonable
 
 O = TypeVar("O", bound="StepOptions")
+LOG = logging.getLogger("solvermap")
 
 
 # =========================================================================== options
@@ -361,6 +367,10 @@ class Context:
     # Optional cache of inner solves shared across runs (``solvermap.search.cache.SolveCache``): an object
     # with ``solve(ctx, decision, problem, config, hint, options) -> Solved``.
     solve_cache: Any = None
+    # A solve that ends with neither a solution nor a proof, and no baseline, is solved again with
+    # ``retry_factor`` times the budget, at most ``retries`` times, before the decision is reported unknown.
+    retries: int = 0
+    retry_factor: float = 4.0
     _typed: dict[str, StepOptions] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -440,6 +450,17 @@ def transform(name: str, summary: str, run: Callable[[Context], None], *, option
 
 
 @dataclass(frozen=True)
+class LowerBounds:
+    """What a pipeline can certify about a mapping before it solves anything: a lower bound of each named
+    validation metric (every mapping the pipeline could return validates to at least that value), and,
+    when the bounds already exceed the target (say more PCUs than the array has), why no mapping exists."""
+
+    metrics: dict[str, float]
+    infeasible: str = ""
+    exact: frozenset[str] = frozenset()  # metrics whose bound is their value (a function of the target alone)
+
+
+@dataclass(frozen=True)
 class Pipeline:
     family: str
     description: str
@@ -448,6 +469,11 @@ class Pipeline:
     default_workload: str = ""
     exports: tuple[str, ...] = ()  # the ``export.<file>`` settings this pipeline writes
     validate_options: type[StepOptions] | None = None  # options of the validation (``decisions.validate.<key>``)
+    # certified lower bounds of the validation metrics from the workload and target alone, no solve
+    # (``search.pruning`` skips a design they show dominated)
+    bounds: Callable[[Context], LowerBounds] | None = None
+    # (spec, workload) → (step, what, bytes): memory a step will need at least, known before anything runs
+    estimate: Callable[[Any, Any], Iterable[tuple[str, str, float]]] | None = None
 
     def __post_init__(self) -> None:
         provided: set[str] = set()
@@ -482,27 +508,46 @@ class Pipeline:
             out[name] = validate_options(models[name], values, f"decisions.{name}")
         return out
 
-    def run(self, ctx: Context, upto: str | None = None) -> MapResult:
+    def check_size(self, spec: Any, workload: Any, upto: str | None = None) -> None:
+        """Refuse, before anything runs, a run in which a step that will run needs more memory than the cap
+        (:func:`solvermap.limits.check_estimate`: one line naming the parameter and the estimate)."""
+        if self.estimate is None:
+            return
+        names = [s.name for s in self.steps]
+        running = set(names[: names.index(upto) + 1] if upto in names else names)
+        for step, what, size in self.estimate(spec, workload):
+            if step in running:
+                check_estimate(f"{step}: {what}", size, getattr(spec, "name", ""))
+
+    def run(self, ctx: Context, upto: str | None = None) -> PipelineResult:
         if upto is not None and upto not in self.decisions:
             raise UnknownNameError(f"decision {upto!r} is not part of the {self.family} pipeline; "
                                    f"its decisions are: {', '.join(self.decisions)}")
         ctx._typed.update(self.check_options(ctx.options))
+        self.check_size(ctx.target, ctx.workload, upto)
         ctx.focus = upto
         known = frozenset(key for step in self.steps for key in step.writes)
         for step in self.steps:
             ctx.say(f"{step.name}: {step.summary}")
+            start = time.perf_counter()
             with ctx.state.guarded(step.name, frozenset(step.needs + step.writes), frozenset(step.writes), known):
                 record = step.run(ctx)
             if record is not None:
+                record.seconds = time.perf_counter() - start
                 ctx.records.append(record)
             if step.name == upto:
-                return MapResult(ctx.records, record.validation if record else {})
-        validation = self.validate(ctx) if self.validate is not None else {}
-        return MapResult(ctx.records, validation)
+                return PipelineResult(ctx.records, record.validation if record else {})
+        validation = {}
+        if self.validate is not None:
+            ctx.say("validate: simulating the whole mapping")
+            validation = self.validate(ctx)
+        return PipelineResult(ctx.records, validation)
 
 
 @dataclass
-class MapResult:
+class PipelineResult:
+    """The records of the decisions that ran and the end-to-end validation (empty after ``upto``)."""
+
     records: list[DecisionRecord]
     validation: dict[str, Any]
 
@@ -517,17 +562,21 @@ def _better(sense: str) -> Callable[[float, float], bool]:
 def run_baselines(ctx: Context, decision: Decision, problem: Any, options: Any) -> list[BaselineResult]:
     """Every applicable baseline of ``decision`` on ``problem``, scored and checked."""
     results: list[BaselineResult] = []
-    for baseline in decision.baselines:
-        if not baseline.applies(options):
-            continue
+    applicable = [b for b in decision.baselines if b.applies(options)]
+    if applicable:
+        ctx.say(f"{decision.name}: baselines {', '.join(b.name for b in applicable)}")
+    for baseline in applicable:
         start = time.perf_counter()
         answer = baseline(problem, ctx, options)
         seconds = time.perf_counter() - start
         if answer is None:
             results.append(BaselineResult(baseline.name, None, seconds))
+            LOG.debug(f"{decision.name}: baseline {baseline.name} found nothing ({seconds:.2f} s)")
             continue
         report = decision.checker(problem, answer)
         results.append(BaselineResult(baseline.name, float(decision.objective(problem, answer)), seconds, answer, report))
+        LOG.debug(f"{decision.name}: baseline {baseline.name}: objective {results[-1].objective:.6g}, "
+                  f"check {'ok' if report.ok else 'FAIL'} ({seconds:.2f} s)")
     return results
 
 
@@ -539,6 +588,29 @@ def best_valid(results: list[BaselineResult], sense: str) -> BaselineResult | No
             if best is None or better(b.objective, best.objective):
                 best = b
     return best
+
+
+def _solve(ctx: Context, decision: Decision, problem: Any, config: SolverConfig, warm: Any, options: Any) -> Any:
+    if ctx.solve_cache is not None:
+        return ctx.solve_cache.solve(ctx, decision, problem, config, warm, options)
+    return decision.solve(problem, config, warm, options)
+
+
+def _unknown(solved: Any, best: BaselineResult | None) -> bool:
+    """No decision from the solve (stopped at its budget, nothing proven) and none from a baseline."""
+    return solved.decision is None and solved.result.status == Status.TIMEOUT_NO_SOLUTION and best is None
+
+
+def _budget(config: SolverConfig) -> float | None:
+    """The budget a solve spends: deterministic work when set, else the wall-clock limit."""
+    return config.work_budget() if config.work_budget() is not None else config.time_limit_s
+
+
+def _larger(config: SolverConfig, factor: float) -> SolverConfig:
+    """``config`` with its time limit and deterministic work budget multiplied by ``factor``."""
+    work = config.work_limit * factor if config.work_limit is not None else None
+    limit = config.time_limit_s * factor if config.time_limit_s is not None else None
+    return config.with_(time_limit_s=limit, work_limit=work)
 
 
 def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Callable[[Any, Any], dict[str, Any]] | None = None,
@@ -555,18 +627,27 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
     best = best_valid(results, decision.sense)
     warm = hint if hint is not None else (best.decision if best is not None else None)
 
-    ctx.say(f"{name}: solving with {config.cvx_backend() if decision.kind == 'convex' else config.milp_backend()}")
-    if ctx.solve_cache is not None:
-        solved = ctx.solve_cache.solve(ctx, decision, problem, config, warm, options)
-    else:
-        solved = decision.solve(problem, config, warm, options)
+    ctx.say(f"{name}: solving")
+    solved = _solve(ctx, decision, problem, config, warm, options)
+    retries = 0
+    while _unknown(solved, best) and retries < ctx.retries and _budget(config) is not None:
+        retries += 1
+        config = _larger(config, ctx.retry_factor)
+        ctx.say(f"{name}: no solution and no proof within the budget; retry {retries} of {ctx.retries} "
+                f"with {_budget(config):g}")
+        solved = _solve(ctx, decision, problem, config, warm, options)
     result = solved.result
+    # the backend the record names (a convex-kind decision may solve MILPs: the budget's level MILP)
+    ctx.say(f"{name}: {result.backend or 'no backend'} {result.status}"
+            + (f", objective {result.objective:.6g}" if result.objective is not None else "")
+            + f" ({result.solve_seconds:.2f} s solving)")
     if result.status in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR) and solved.decision is None:
         if result.status == Status.INFEASIBLE:
             groups = ", ".join(solved.explanation) if solved.explanation else "(no explanation from the backend)"
             raise InfeasibleError(f"{name}: infeasible; conflicting constraint groups: {groups}")
         if best is None:
-            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}")
+            raise InfeasibleError(f"{name}: solver {result.backend} ended with {result.status}: {result.message}",
+                                  load_dependent=result.backstop_fired)
 
     used, source, report, used_check = solved.decision, "solver", None, None
     if used is not None:
@@ -583,8 +664,12 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
     elif best is not None:
         used, source, report = best.decision, f"baseline:{best.name}", best.check
     else:
-        raise InfeasibleError(f"{name}: no solution within the time limit ({result.status}) and no baseline")
+        tried = f" (and {retries} {'retry' if retries == 1 else 'retries'} up to it)" if retries else ""
+        raise UnknownError(f"{name}: no solution within the budget of {_budget(config):g}{tried} ({result.status}), "
+                           "none proven impossible, and no baseline")
 
+    if validate is not None:
+        ctx.say(f"{name}: validating the decision (simulation)")
     record = DecisionRecord(
         decision=name,
         workload=ctx.workload.name,
@@ -594,7 +679,7 @@ def run_decision(ctx: Context, decision: Decision, problem: Any, *, validate: Ca
         check=report,
         validation=validate(problem, used) if validate is not None else {},
         solution=decision.solution(problem, used),
-        details=dict(solved.details),
+        details=dict(solved.details) | ({"retries": retries, "budget": _budget(config)} if retries else {}),
         baselines=results,
         solution_source=source,
         check_used=used_check,

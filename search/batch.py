@@ -173,7 +173,7 @@ def _work(job: WorkerJob, restarts: int, log: _WorkerLog, stop_check: Any) -> di
         if result is None:
             log.write(f"trial {number} failed")
         else:
-            state = "feasible" if result.feasible else f"infeasible ({result.reason[:100]})"
+            state = "feasible" if result.feasible else f"{result.outcome} ({result.reason[:100]})"
             log.write(f"trial {number} {state} in {result.seconds:.2f} s, cache {result.cache}")
 
     report = run_worker(handle, evaluator, timeout_s=job.timeout_s, label=f"worker-{job.index}", on_trial=on_trial,
@@ -268,35 +268,38 @@ def submit(study_path: str | Path, *, executor: str, workers: int | None = None,
            sbatch: list[str] | None = None, setup: list[str] | None = None,
            allow_imports: bool = False) -> tuple[Any, Any, list[Any]]:
     """Prepare the study and submit the workers; returns (study dir, study handle, jobs)."""
+    from solvermap.runs import RunDirectory
     from solvermap.search.evaluate import Evaluator
     from solvermap.search.explore import prepare_dir
+    from solvermap.search.study_file import load_study
     from solvermap.search.worker import open_study
 
     if workers is not None and workers < 1:
         raise ConfigError("--workers must be at least 1")
     url = _batch_storage(study_path, executor, storage, out)
+    options = SlurmOptions.resolve(load_study(study_path).slurm, partition=partition, time_min=time_min, mem_gb=mem_gb,
+                                   cpus=cpus, sbatch=sbatch, setup=setup)  # before the storage opens or a file is written
     sdir = prepare_dir(study_path, out, url, "batch", allow_imports)
-    spec = sdir.spec
-    workers = workers or spec.slurm.workers or 2
-    options = SlurmOptions.resolve(spec.slurm, partition=partition, time_min=time_min, mem_gb=mem_gb, cpus=cpus,
-                                   sbatch=sbatch, setup=setup)
-    Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers, on a bad study
-    handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
-    record = json.loads((sdir.path / "study.json").read_text())
-    record["n_trials"] = handle.n_trials
-    (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
-    folder = sdir.path / "workers"
-    folder.mkdir(exist_ok=True)
-    for old in folder.glob("worker-*.json"):  # a resumed batch: the last run's reports are not this run's
-        old.unlink()
-    ex = make_executor(executor, folder, workers, options, spec.name)
-    paths = tuple(p for p in sys.path if p and os.path.isdir(p))
-    cwd = os.getcwd()
-    paths = (cwd,) + tuple(p for p in paths if p != cwd)
-    jobs = ex.map_array(BatchWorker(), [WorkerJob(str(sdir.path.resolve()), sdir.url, handle.n_trials, k, workers,
-                                                  spec.budget.timeout_s, paths, allow_imports)
-                                        for k in range(workers)])
-    _record_submission(folder, executor, [str(j.job_id) for j in jobs])
+    with RunDirectory(sdir.path).recording("batch-submit", executor=executor):  # an error from here on: marked failed
+        spec = sdir.spec
+        workers = workers or spec.slurm.workers or 2
+        Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # fail here, not in K workers, on a bad study
+        handle = open_study(spec, sdir.url, n_trials=n_trials, source=str(study_path))
+        record = json.loads((sdir.path / "study.json").read_text())
+        record["n_trials"] = handle.n_trials
+        (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
+        folder = sdir.path / "workers"
+        folder.mkdir(exist_ok=True)
+        for old in folder.glob("worker-*.json"):  # a resumed batch: the last run's reports are not this run's
+            old.unlink()
+        ex = make_executor(executor, folder, workers, options, spec.name)
+        paths = tuple(p for p in sys.path if p and os.path.isdir(p))
+        cwd = os.getcwd()
+        paths = (cwd,) + tuple(p for p in paths if p != cwd)
+        jobs = ex.map_array(BatchWorker(), [WorkerJob(str(sdir.path.resolve()), sdir.url, handle.n_trials, k, workers,
+                                                      spec.budget.timeout_s, paths, allow_imports)
+                                            for k in range(workers)])
+        _record_submission(folder, executor, [str(j.job_id) for j in jobs])
     return sdir, handle, jobs
 
 
@@ -353,7 +356,7 @@ def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: boo
     later (or whose state SLURM does not tell) are left to end on their own. Returns each worker's report."""
     from solvermap.search.explore import TrialProgress
     from solvermap.search.slurm import cancel
-    from solvermap.search.worker import counts
+    from solvermap.search.worker import counts, finished
 
     def refresh(bar: TrialProgress) -> dict[str, int]:
         trials = handle.study.get_trials(deepcopy=False)
@@ -361,18 +364,20 @@ def wait(handle: Any, jobs: list[Any], *, executor: str = "local", progress: boo
         bar.feasible = sum(1 for r in results if r.get("feasible"))
         bar.hits = sum((r.get("cache") or {}).get("hits", 0) for r in results)
         bar.failed = sum(1 for t in trials if t.state.name == "FAIL")
+        bar.pruned = sum(1 for t in trials if t.state.name == "PRUNED")
+        bar.unknown = sum(1 for r in results if r.get("outcome") == "unknown")
         c = counts(handle.study)
-        bar.show(c["complete"])
+        bar.show(finished(c))
         return c
 
-    with TrialProgress(handle.n_trials, counts(handle.study)["complete"], progress, console) as bar:
+    with TrialProgress(handle.n_trials, finished(counts(handle.study)), progress, console) as bar:
         complete_since = None
         while True:
             c = refresh(bar)
             active, pending = _active(executor, jobs)
             if not active:
                 break
-            if c["complete"] >= handle.n_trials and not c["running"]:
+            if finished(c) >= handle.n_trials and not c["running"]:
                 complete_since = complete_since or time.monotonic()
                 if time.monotonic() - complete_since > linger_s:
                     break

@@ -24,6 +24,10 @@ the decision (the descriptor's ``dump``, read back by its ``load``, which rebuil
 decision type), the explanation and the details; ``<key>.meta.json`` beside it holds the trial
 parameters (for the neighbour search). Both are written atomically, so parallel workers share the
 cache; an unreadable entry is a miss; other files (a ``.pkl`` someone left there) are never opened.
+
+Only answers that depend on the key alone are stored: a solve the wall-clock backstop stopped before its
+deterministic budget (``SolveResult.backstop_fired``) depends on machine load, so it is never stored, and
+an entry that says so (written by an older version) is a miss.
 ``root=None`` keeps the cache in this process only. Each solve's record gets ``details['cache']`` =
 ``hit`` / ``miss`` / ``off`` and, on a miss, ``details['warm_start']`` naming where the hint came from.
 """
@@ -335,10 +339,15 @@ class SolveCache:
             entry = {"solved": _load_solved(decision, data), "trial": data.get("trial"), "params": data.get("params", {})}
         except (OSError, ValueError, TypeError, KeyError, AttributeError, CodecError):
             return None
+        if entry["solved"].result.backstop_fired:
+            return None
         self._memory[key] = entry
         return entry
 
     def store(self, decision: Any, key: str, solved: Any) -> None:
+        """Keep ``solved`` under ``key`` (in memory and, with a root, on disk) unless its backstop fired."""
+        if solved.result.backstop_fired:
+            return
         self._memory[key] = {"solved": solved, "trial": self.trial, "params": self.params}
         self._index.setdefault(decision.name, {})[key] = {"trial": self.trial, "params": self.params}
         path = self._path(decision.name, key)
@@ -424,9 +433,18 @@ class SolveCache:
             self.warm_from_neighbour += 1
         solved = decision.solve(problem, config, warm, options)
         solved.details = {**solved.details, "cache": "miss", "cache_key": key[:16], "warm_start": warm_info}
-        if solved.result.status.has_solution or str(solved.result.status) == "infeasible":
+        if solved.result.status.has_solution or str(solved.result.status) == "infeasible" or _settled_timeout(solved, config):
             self.store(decision, key, solved)
         return solved
+
+
+def _settled_timeout(solved: Any, config: Any) -> bool:
+    """A solve that spent its whole deterministic work budget without a solution gives the same answer
+    again under the same key, so it is stored too (a larger budget is another key); one stopped by the
+    wall-clock backstop depends on the machine's load and is not."""
+    budget = config.work_budget() if hasattr(config, "work_budget") else None
+    return (str(solved.result.status) == "timeout-no-solution" and budget is not None
+            and not getattr(solved.result, "backstop_fired", False))
 
 
 def _dump_solved(decision: Any, solved: Any) -> dict[str, Any]:

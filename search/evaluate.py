@@ -11,11 +11,30 @@ For each workload of the study a trial
 3. collects the validation metrics (``cycles``, ``area_mm2``, ... — DEVELOPERS.md) and the solver
    statistics of the decision records.
 
-Per-workload metrics combine into the trial's metrics with each objective's ``aggregate``. A trial is
-*infeasible* when a decision is infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
-fails its check, the spec rejects the sampled values, or a cap is exceeded; it then carries positive
-constraint values (``trial.set_constraint``) and the worst objective values (±inf), and the study goes on.
-A metric an objective names but the pipeline does not report is a study error that stops the study.
+Per-workload metrics combine into the trial's metrics with each objective's ``aggregate``. Each trial has
+an *outcome*:
+
+``complete``    every workload mapped, every cap met;
+``infeasible``  a decision is proven infeasible (:class:`~solvermap.errors.InfeasibleError`), a decision
+                fails its check, the spec rejects the sampled values, a build would pass the memory
+                cap (:mod:`solvermap.limits`, the study's ``limits.memory_gb``), or a cap is exceeded;
+``unknown``     an inner solve stopped at its budget with no solution and no proof, also after the study's
+                ``unknown.retries`` retries with ``unknown.budget_factor`` times the budget
+                (:class:`~solvermap.errors.UnknownError`): the design may be feasible;
+``pruned``      never evaluated: its certified lower bounds are dominated by the front
+                (:mod:`solvermap.search.pruning`; set by the worker, not here).
+
+An infeasible or unknown trial carries a positive ``mapping`` constraint value (``trial.set_constraint``;
+constrained samplers treat both alike, as a design they cannot use) and the worst objective values (±inf),
+and the study goes on. A metric an objective names but the pipeline does not report is a study error that
+stops the study.
+
+Same answer under load: a solve the wall-clock backstop stopped before its deterministic budget
+(``SolveResult.backstop_fired``, or an :class:`~solvermap.errors.InfeasibleError` marked ``load_dependent``)
+gave an answer that depends on machine load. The cache does not store it, and the trial is evaluated once
+more; when the backstop fires again the trial is not reproducible: :class:`NotReproducibleError` (the
+worker fails the trial with that message, so it is never part of the tables), and ``metrics.json`` says
+``"reproducible": false`` with the decisions at fault.
 
 Each evaluated trial writes ``trials/<number>/``: ``params.yaml``, ``metrics.json``, ``log.txt`` and
 per workload ``<workload>/records.json`` (the decision records, as ``solvermap map --json``).
@@ -32,7 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solvermap.errors import ConfigError, InfeasibleError, InputError, SolvermapError
+from solvermap.errors import ConfigError, InfeasibleError, InputError, LimitError, SolvermapError, UnknownError
+from solvermap.limits import memory_cap
+from solvermap.results import backstop_decisions
 from solvermap.runs import LOG
 from solvermap.search.cache import SolveCache
 from solvermap.search.space import distance, split
@@ -44,6 +65,13 @@ DECISION_KEYS = ("objective", "gap", "bound", "solve_seconds", "build_seconds", 
 
 class StudyError(SolvermapError):
     """The study cannot go on (a metric the pipeline does not report, a broken import): stops the run."""
+
+
+class NotReproducibleError(SolvermapError):
+    """A trial whose solves the wall-clock backstop stopped in two evaluations: its answer depends on load."""
+
+
+ATTEMPTS = 2  # evaluations of a trial whose backstop fired before it is declared not reproducible
 
 
 @dataclass
@@ -60,6 +88,10 @@ class TrialResult:
     seconds: float = 0.0
     cache: dict[str, int] = field(default_factory=dict)
     run_dir: str | None = None
+    outcome: str = "complete"  # complete | infeasible | unknown | pruned (module docstring)
+    bounds: dict[str, float] = field(default_factory=dict)  # certified lower bounds of the objectives
+    dominated_by: dict[str, Any] | None = None  # pruned: the front trial whose values dominate the bounds
+    bound_violations: list[str] = field(default_factory=list)  # evaluated values below their bounds (a bug)
 
 
 def aggregate(values: list[float], how: str) -> float:
@@ -189,7 +221,7 @@ class Evaluator:
         names = [(name, f"space.{name}") for name in self.study.space]
         values: dict[str, list[Any]] = {}  # values the search may give a name
         for name, param in self.study.space.items():
-            values.setdefault(name, []).extend(getattr(param, "choices", None) or [param.low, param.high])
+            values.setdefault(name, []).extend(checked_values(name, param))
             for choice, settings in getattr(param, "sets", {}).items():
                 names += [(key, f"space.{name}.sets.{choice}.{key}") for key in settings]
                 for key, value in settings.items():
@@ -227,10 +259,51 @@ class Evaluator:
                         raise InputError(self.source, where, str(exc)) from None
             if root == "solver" and rest not in SolverConfig.model_fields:
                 raise InputError(self.source, where, f"unknown solver setting; known: {', '.join(SolverConfig.model_fields)}")
+        for name, param in self.study.space.items():
+            for value in checked_values(name, param):
+                self._check_value(name, param, value)
+
+    def _check_value(self, name: str, param: Any, value: Any) -> None:
+        """One value of a space parameter, with the settings its ``when`` conditions need (their first allowed
+        value) and its ``sets``, against the target spec, the workloads' parameter ranges and the solver
+        settings; the other parameters stay at the study's fixed values. One line naming parameter and value."""
+        from pydantic import ValidationError
+
+        from solvermap.formulations.solver import SolverConfig
+        from solvermap.hardware.targets import set_dotted, validate_spec
+        from solvermap.ir.workloads import info as workload_info
+        from solvermap.search.study_file import CategoricalParam
+
+        chosen: dict[str, Any] = {}
+        for other, wanted in param.when.items():
+            chosen[other] = (wanted if isinstance(wanted, list) else [wanted])[0]
+        chosen[name] = value
+        config = {k: v for k, v in chosen.items()}
+        parts = split(self.study, config, self.study.workloads[0].name, {})
+        where, shown = f"space.{name}", repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        try:
+            spec = self.base_spec.model_dump()
+            for dotted, setting in parts["target"].items():
+                set_dotted(spec, dotted, setting, self.source)
+            validate_spec(spec, self.source)
+            for ref in self.study.workloads:
+                params = split(self.study, config, ref.name, self.workload_params[ref.name])["workload"]
+                workload_info(ref.name, self.family).checked({**ref.params, **params})
+            if parts["solver"]:
+                try:
+                    SolverConfig.model_validate({**self.study.solver.model_dump(), **parts["solver"]})
+                except ValidationError as exc:
+                    raise InputError("", "", exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+        except InputError as exc:
+            at = f" ({exc.field})" if exc.field and exc.field != name.split(".", 1)[-1] else ""
+            kind = "choice" if isinstance(param, CategoricalParam) else "value"
+            raise InputError(self.source, where, f"{kind} {shown} is not valid{at}: {exc.problem}") from None
 
     # -----------------------------------------------------------------------------------------
-    def evaluate(self, config: Mapping[str, Any], number: int | None = None) -> TrialResult:
-        """Map every workload under ``config``; never raises for an infeasible design point."""
+    def evaluate(self, config: Mapping[str, Any], number: int | None = None, bounds: Any = None) -> TrialResult:
+        """Map every workload under ``config``; never raises for an infeasible design point. Given the
+        design's certified ``bounds`` (:class:`~solvermap.search.bounds.DesignBounds`), the result keeps them
+        and lists any value below its bound (logged as a warning: a bound that does not hold is a bug)."""
         start = time.perf_counter()
         config = dict(config)
         trial_dir = None
@@ -244,33 +317,74 @@ class Evaluator:
             self.cache.begin_trial(number, config)
             before = self.cache.stats()
         per_workload: dict[str, dict[str, float]] = {}
-        reason = ""
-        with trial_dir.logging() if trial_dir is not None else nullcontext():
-            for ref in self.study.workloads:
-                try:
-                    per_workload[ref.name] = self._map_one(ref, config, trial_dir)
-                except (InfeasibleError, InputError, ConfigError) as exc:
-                    reason = f"{ref.name}: {exc}"
+        reason, unknown, fired = "", False, []
+        with trial_dir.logging() if trial_dir is not None else nullcontext(), memory_cap(self.study.limits.memory_gb):
+            for attempt in range(1, ATTEMPTS + 1):
+                per_workload, reason, fired, unknown = self._map_all(config, trial_dir)
+                if not fired:
                     break
+                LOG.warning("the wall-clock backstop stopped %s before the deterministic budget (evaluation %d of %d): "
+                            "the answer may depend on machine load%s", ", ".join(fired), attempt, ATTEMPTS,
+                            "; evaluating again" if attempt < ATTEMPTS else "")
         cache = {}
         if self.cache is not None:
             after = self.cache.stats()
             cache = {k: after[k] - before[k] for k in after}
         result = self._score(config, per_workload, reason)
+        if unknown:
+            result.outcome = "unknown"
         result.seconds = time.perf_counter() - start
         result.metrics["trial_seconds"] = result.seconds
         result.cache = cache
+        if bounds is not None:
+            from solvermap.search.bounds import violations
+
+            labels = [o.label for o in self.study.objectives]
+            result.bounds = {label: b for label, b in zip(labels, bounds.objectives) if b is not None}
+            result.bound_violations = violations(bounds, result.values, labels)
+            for text in result.bound_violations:
+                LOG.warning("trial %s: certified bound violated: %s", number, text)
         if trial_dir is not None:
             result.run_dir = str(trial_dir.path)
-            trial_dir.write_json("metrics.json", {"feasible": result.feasible, "reason": result.reason,
+            trial_dir.write_json("metrics.json", {"outcome": result.outcome, "feasible": result.feasible,
+                                                  "reason": result.reason,
                                                   "metrics": result.metrics, "per_workload": per_workload,
                                                   "values": result.values, "constraints": result.constraints,
-                                                  "cache": cache, "seconds": result.seconds})
+                                                  "cache": cache, "seconds": result.seconds,
+                                                  "reproducible": not fired, "backstop_fired": fired})
+        if fired:
+            message = (f"not reproducible: the wall-clock backstop stopped {', '.join(fired)} before the deterministic "
+                       f"budget in {ATTEMPTS} evaluations (the machine is too loaded for this budget)")
+            if trial_dir is not None:
+                with trial_dir.logging():
+                    LOG.error(message)
+            raise NotReproducibleError(message)
+        if trial_dir is not None:
             with trial_dir.logging():
-                LOG.info("feasible" if result.feasible else f"infeasible: {result.reason}")
+                LOG.info("feasible" if result.feasible else f"{result.outcome}: {result.reason}")
         return result
 
-    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> dict[str, float]:
+    def _map_all(self, config: Mapping[str, Any],
+                 trial_dir: Any) -> tuple[dict[str, dict[str, float]], str, list[str], bool]:
+        """Map every workload: per-workload metrics, the reason the trial is infeasible or unknown ("" if it is
+        neither), the ``workload: decision`` names whose solve the wall-clock backstop stopped, and whether the
+        trial is unknown (a solve with no solution and no proof, :class:`~solvermap.errors.UnknownError`)."""
+        per_workload: dict[str, dict[str, float]] = {}
+        fired: list[str] = []
+        for ref in self.study.workloads:
+            try:
+                per_workload[ref.name], stopped = self._map_one(ref, config, trial_dir)
+            except UnknownError as exc:
+                return per_workload, f"{ref.name}: {exc}", fired, True
+            except (InfeasibleError, InputError, ConfigError, LimitError) as exc:
+                if isinstance(exc, InfeasibleError) and exc.load_dependent:
+                    fired.append(f"{ref.name}: {str(exc).split(':')[0]}")
+                return per_workload, f"{ref.name}: {exc}", fired, False
+            fired += [f"{ref.name}: {d}" for d in stopped]
+        return per_workload, "", fired, False
+
+    def _map_one(self, ref: Any, config: Mapping[str, Any], trial_dir: Any) -> tuple[dict[str, float], list[str]]:
+        """One workload's metrics and the decisions whose solve the wall-clock backstop stopped."""
         from solvermap.hardware.targets import load_target
         from solvermap.ir.workloads import build as build_workload
         from solvermap.mappers.pipeline import Context
@@ -293,7 +407,8 @@ class Evaluator:
             LOG.info("%s: %s", ref.name, message)
 
         ctx = Context(workload=built, target=spec, solver=solver, options=parts["decisions"], seed=self.study.seed,
-                      progress=progress, solve_cache=self.cache)
+                      progress=progress, solve_cache=self.cache, retries=self.study.unknown.retries,
+                      retry_factor=self.study.unknown.budget_factor)
         start = time.perf_counter()
         result = self.pipeline.run(ctx)
         seconds = time.perf_counter() - start
@@ -307,7 +422,11 @@ class Evaluator:
             RunDirectory(folder).write_json("records.json", to_jsonable({
                 "workload": built.name, "params": built.params, "target": spec.model_dump(),
                 "decisions": [r.to_json() for r in result.records], "validation": result.validation}))
+        stopped = backstop_decisions(result.records)
         failed = [(r.decision, r.check.violations[0]) for r in result.records if not r.check.ok]
+        if failed and stopped:
+            raise InfeasibleError(f"{failed[0][0]}: failed its check ({failed[0][1].rule}) after the wall-clock backstop "
+                                  "stopped a solve", load_dependent=True)
         if failed:
             decision, violation = failed[0]
             raise InfeasibleError(f"decision {decision} failed its check ({violation.rule}: {violation.message})")
@@ -315,7 +434,7 @@ class Evaluator:
         metrics["trial_seconds"] = seconds
         if self.study.metrics:
             self._derive(metrics, spec.model_dump(), built.params)
-        return metrics
+        return metrics, stopped
 
     def _derive(self, metrics: dict[str, float], spec: dict[str, Any], params: dict[str, Any]) -> None:
         """Add the study's derived metrics, in file order (a later one may use an earlier one)."""
@@ -332,7 +451,8 @@ class Evaluator:
         caps = {cap.key: 0.0 for cap in study.constraints}
         if reason:
             worst = [math.inf if o.direction == "minimize" else -math.inf for o in study.objectives]
-            return TrialResult(config, False, reason, {}, per_workload, worst, {"mapping": 1.0, **caps})
+            return TrialResult(config, False, reason, {}, per_workload, worst, {"mapping": 1.0, **caps},
+                               outcome="infeasible")
         names = sorted(set().union(*(m.keys() for m in per_workload.values())))
         metrics: dict[str, float] = {}
         for name in names:
@@ -349,7 +469,7 @@ class Evaluator:
         feasible = all(v <= 0 for v in caps.values())
         over = [k for k, v in caps.items() if v > 0]
         return TrialResult(config, feasible, f"over cap: {', '.join(over)}" if over else "", metrics, per_workload,
-                           values, {"mapping": 0.0, **caps})
+                           values, {"mapping": 0.0, **caps}, outcome="complete" if feasible else "infeasible")
 
     def _aggregate_metric(self, metric: str, how: str, per_workload: dict[str, dict[str, float]], role: str) -> float:
         missing = [w for w, m in per_workload.items() if metric not in m]
@@ -361,6 +481,24 @@ class Evaluator:
         if math.isnan(value):
             raise StudyError(f"{self.source}: {role} metric {metric!r} is NaN for this trial")
         return value
+
+
+MAX_CHECKED = 1000  # values per parameter checked one by one; a wider int range is checked at its ends
+
+
+def checked_values(name: str, param: Any) -> list[Any]:
+    """The values of a space parameter the load-time check tries: every value of a finite parameter of at
+    most :data:`MAX_CHECKED` values, else the ends of its range."""
+    from solvermap.search.space import values_of
+    from solvermap.search.study_file import CategoricalParam, IntParam
+
+    if isinstance(param, CategoricalParam):
+        return list(param.choices)
+    count = ((param.high - param.low) // param.step + 1 if isinstance(param, IntParam)
+             else (param.high - param.low) / param.step + 1 if param.step else math.inf)
+    if count <= MAX_CHECKED:
+        return values_of(name, param)
+    return [param.low, param.high]
 
 
 def _cap_violation(cap: Cap, value: float) -> float:

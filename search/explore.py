@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,34 @@ import yaml
 
 from solvermap.errors import InputError
 from solvermap.search.study_file import StudyFile, load_study, parse_study, study_digest
+
+
+STUDIES_DIR = Path(__file__).parent / "studies"
+
+
+def shipped_studies() -> dict[str, Path]:
+    """Studies shipped with the package, by their ``name`` (and by file stem)."""
+    out = {}
+    for path in sorted(STUDIES_DIR.glob("*.yaml")):
+        try:
+            name = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
+        except yaml.YAMLError:
+            name = path.stem
+        out[str(name)] = path
+        out.setdefault(path.stem, path)
+    return out
+
+
+def resolve_study(study: str | Path) -> Path:
+    """A study file, or the file of a shipped study named ``study``."""
+    text = str(study)
+    path = Path(text)
+    if path.exists() or text.endswith((".yaml", ".yml")):
+        return path
+    known = shipped_studies()
+    if text in known:
+        return known[text]
+    raise InputError(text, "", f"no such study file or shipped study; shipped: {', '.join(sorted(set(known))) or '(none)'}")
 
 
 @dataclass
@@ -44,22 +74,38 @@ class StudyDir:
 
 
 def _read_record(path: Path) -> dict[str, Any]:
+    from solvermap.inputs import read_text
+
+    source = str(path / "study.json")
     try:
-        return json.loads((path / "study.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(str(path / "study.json"), "", f"unreadable study record: {exc}") from None
+        record = json.loads(read_text(path / "study.json"))
+    except ValueError as exc:
+        raise InputError(source, "", f"unreadable study record: {exc}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("storage"), str):
+        raise InputError(source, "storage", "unreadable study record: expected an object with the storage URL")
+    return record
 
 
 def prepare_dir(study_path: str | Path, out: str | Path | None, storage: str | None, command: str,
                 allow_imports: bool = False) -> StudyDir:
-    """Create the study directory, or reopen it to resume (module docstring); a study with ``imports:`` needs
-    ``allow_imports`` (checked before anything is written)."""
+    """Create the study directory, or reopen it to resume (module docstring). The study (its names, every
+    value its space can take, its sampler options, ``imports:`` only with ``allow_imports``), ``out`` and
+    ``storage`` are checked before anything is written."""
+    from solvermap.inputs import output_dir
     from solvermap.runs import RunDirectory
-    from solvermap.search.storage import default_url
+    from solvermap.search.evaluate import Evaluator
+    from solvermap.search.samplers import make_sampler
+    from solvermap.search.storage import default_url, open_storage
     from solvermap.search.study_file import check_imports
 
     spec = load_study(study_path)
     check_imports(spec, allow_imports, str(study_path))
+    if out is not None:
+        output_dir(out, "--out")
+    Evaluator(spec, None, source=str(study_path), allow_imports=allow_imports)  # every check of the study
+    make_sampler(spec, source=str(study_path))  # sampler options are checked by building the sampler
+    if storage is not None:
+        open_storage(storage, spec.storage)  # a storage that does not open fails before anything is written
     digest = study_digest(spec)
     if out is not None and (Path(out) / "study.json").exists():
         path = Path(out)
@@ -84,10 +130,22 @@ def open_dir(path: str | Path) -> StudyDir:
     path = Path(path)
     if not (path / "study.json").exists():
         raise InputError(str(path), "", "not a study directory (no study.json)")
+    from solvermap.inputs import load_yaml
+
     record = _read_record(path)
     source = str(path / "study.yaml")
-    spec = parse_study(yaml.safe_load((path / "study.yaml").read_text()), source)
+    spec = parse_study(load_yaml(path / "study.yaml"), source)
     return StudyDir(path, spec, record["storage"], True)
+
+
+@contextmanager
+def _stopping(helpers: list[Any]) -> Iterator[None]:
+    from solvermap.search import local_workers
+
+    try:
+        yield
+    finally:
+        local_workers.stop(helpers)
 
 
 class TrialProgress:
@@ -98,6 +156,8 @@ class TrialProgress:
 
         self.enabled = enabled
         self.feasible = 0
+        self.pruned = 0
+        self.unknown = 0
         self.hits = 0
         self.failed = 0
         self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -118,35 +178,53 @@ class TrialProgress:
             self.failed += 1
             return
         self.feasible += 1 if result.feasible else 0
+        self.pruned += 1 if result.outcome == "pruned" else 0
+        self.unknown += 1 if result.outcome == "unknown" else 0
         self.hits += result.cache.get("hits", 0) if result.cache else 0
 
     def show(self, completed: int) -> None:
-        note = f"feasible {self.feasible}, cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else "")
+        note = (f"feasible {self.feasible}, pruned {self.pruned}" + (f", unknown {self.unknown}" if self.unknown else "")
+                + f", cache hits {self.hits}" + (f", failed {self.failed}" if self.failed else ""))
         self.progress.update(self.task, completed=completed, note=note)
 
 
 def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int | None = None,
             out: str | Path | None = None, timeout_s: float | None = None, progress: bool = True,
-            console: Any = None, allow_imports: bool = False) -> tuple[StudyDir, Any, Any]:
-    """Run (or resume) a study in this process; returns the directory, the results and the worker report."""
+            console: Any = None, allow_imports: bool = False, workers: int | None = None) -> tuple[StudyDir, Any, Any]:
+    """Run (or resume) a study in this process, with ``workers − 1`` more local worker processes (default: the
+    study's ``budget.workers``; :mod:`.local_workers`); returns the directory, the results and this process's
+    report. ``study_path`` is a study file or a shipped study's name. The directory's ``run.json`` says whether
+    the run ended ``ok``, ``failed`` (with the error) or ``interrupted``."""
     from rich.console import Console
 
-    from solvermap.search.evaluate import Evaluator
-    from solvermap.search.report import analyse, write_results
-    from solvermap.search.worker import counts, open_study, run_worker
+    from solvermap.runs import RunDirectory
 
     console = console or Console(stderr=True, soft_wrap=True)
+    study_path = resolve_study(study_path)
     sdir = prepare_dir(study_path, out, storage, "explore", allow_imports)
+    with RunDirectory(sdir.path).recording("explore"):
+        results, report = _run(sdir, study_path, n_trials, timeout_s, progress, console, allow_imports, workers)
+    return sdir, results, report
+
+
+def _run(sdir: StudyDir, study_path: Path, n_trials: int | None, timeout_s: float | None, progress: bool,
+         console: Any, allow_imports: bool, workers: int | None) -> tuple[Any, Any]:
+    from solvermap.search import local_workers
+    from solvermap.search.evaluate import Evaluator
+    from solvermap.search.report import analyse, write_results
+    from solvermap.search.worker import counts, finished, open_study, run_worker
+
     evaluator = Evaluator(sdir.spec, sdir.path, source=str(study_path), allow_imports=allow_imports)
     handle = open_study(sdir.spec, sdir.url, n_trials=n_trials, source=str(study_path))
     record = json.loads((sdir.path / "study.json").read_text())
     record["n_trials"] = handle.n_trials
     (sdir.path / "study.json").write_text(json.dumps(record, indent=2))
-    done = counts(handle.study)["complete"]
+    done = finished(counts(handle.study))
     if sdir.resumed:
         console.print(f"resuming study {sdir.spec.name!r}: {done} of {handle.n_trials} trials finished", highlight=False)
     timeout = timeout_s if timeout_s is not None else sdir.spec.budget.timeout_s
-    with TrialProgress(handle.n_trials, done, progress, console) as bar:
+    helpers = local_workers.start(sdir, handle, workers or sdir.spec.budget.workers, timeout, allow_imports)
+    with TrialProgress(handle.n_trials, done, progress, console) as bar, _stopping(helpers):
         def on_trial(number: int, result: Any, finished: int) -> None:
             bar.record(result)
             bar.show(finished)
@@ -159,4 +237,4 @@ def explore(study_path: str | Path, *, storage: str | None = None, n_trials: int
             raise
     results = analyse(handle.study, [o.label for o in sdir.spec.objectives], sdir.spec.directions)
     write_results(results, sdir.path)
-    return sdir, results, report
+    return results, report

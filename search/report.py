@@ -3,15 +3,32 @@
 Files written into the study directory::
 
     tables/trials.{csv,parquet}        every trial: number, state, feasible, reason, objectives, params,
-                                       metrics, cache hits, seconds, run directory
+                                       metrics, certified bounds (``bound.<objective>``, ``dominated_by``),
+                                       cache hits, seconds, run directory. ``state`` is the outcome of a
+                                       finished trial — ``complete`` (evaluated, feasible), ``infeasible``
+                                       (proven, or over a cap), ``unknown`` (a solve stopped with neither a
+                                       solution nor a proof), ``pruned`` (never evaluated: its bounds are
+                                       dominated, or prove it infeasible) — else ``running``, ``waiting``,
+                                       ``fail``; ``optuna_state`` is Optuna's
+                                       (a proposal that repeated a finished configuration was not evaluated
+                                       and is left out; counts["repeats"] says how many)
     tables/front.{csv,parquet}         the feasible non-dominated trials (all objectives at once), one
                                        per distinct configuration (the first trial that sampled it)
-    tables/hypervolume.csv             normalised hypervolume of the first k trials, k = 1..n
-    figures/front_<a>__<b>.png|.html   per objective pair: feasible trials, infeasible ones (×), the
-                                       Pareto-optimal trials and the pair's own front line
+    tables/hypervolume.csv             hypervolume of the first k full evaluations, k = 1..n (see below)
+    figures/front_<a>__<b>.png|.html   per objective pair: feasible trials, trials over a cap (×), pruned
+                                       trials at their bounds (▽), the Pareto-optimal trials and the pair's
+                                       own front line; infeasible and unknown trials (no values) are counted
+                                       in the title
     figures/hypervolume.png|.html      hypervolume against trials
 
-The HTML figures are plotly, with ``plotly.min.js`` written once beside them (no network needed).
+The HTML figures are plotly, with ``plotly.min.js`` written once beside them (no network needed). Axes name
+each objective with its unit (known metric names and suffixes: ``_mm2`` mm², ``_j`` J, ``_s`` s, ``_w`` W)
+and whether it is minimised or maximised. The hypervolume is that of the feasible trials with each
+objective scaled to [0, 1] between its best and worst feasible value and the reference point at 1.1 in
+every objective, so it lies between 0 and 1.1^d (1.21 for two objectives); the figures say so.
+
+:class:`StudyResults` is also what :func:`solvermap.explore` returns: ``.trials`` and ``.front`` (pandas),
+``.figure()`` (matplotlib), ``.to_dict()`` (exactly ``solvermap explore --json``), ``.to_frame()``.
 """
 
 from __future__ import annotations
@@ -26,15 +43,45 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solvermap.search.pareto import hypervolume, hypervolume_history, normaliser, pareto_mask, to_minimisation
+from solvermap.search.pareto import REFERENCE, hypervolume, hypervolume_history, normaliser, pareto_mask, to_minimisation
+from solvermap.search.storage import REPEAT_ATTR
 
 
 PARAM_ROOTS = ("target", "workload", "decisions", "solver", "choice")
+#: units of the metrics pipelines report (DEVELOPERS.md), then of metric-name suffixes
+UNITS = {"cycles": "cycles", "throughput": "results/cycle", "accuracy_loss": "fraction", "pbs_used": "PBs",
+         "tiles_used": "tiles", "solver_seconds": "s", "trial_seconds": "s", "max_gap": "relative gap"}
+SUFFIX_UNITS = (("_mm2", "mm²"), ("_seconds", "s"), ("_cycles", "cycles"), ("_bytes", "bytes"), ("_j", "J"),
+                ("_s", "s"), ("_w", "W"))
+
+
+def unit_of(metric: str) -> str:
+    """The unit of a metric by its name (``chip_area_mm2`` → mm², ``cycles`` → cycles), or ''."""
+    name = metric.rsplit(".", 1)[-1]
+    if name in UNITS:
+        return UNITS[name]
+    return next((unit for suffix, unit in SUFFIX_UNITS if name.endswith(suffix)), "")
+
+
+def axis_label(metric: str, direction: str) -> str:
+    """``chip_area_mm2 (mm², minimise)``, ``cycles (minimise)``, ``throughput (results/cycle, maximise)``."""
+    unit = unit_of(metric)
+    sense = "minimise" if direction.startswith("min") else "maximise"
+    return f"{metric} ({unit + ', ' if unit and unit != metric else ''}{sense})"
+
+
+def hypervolume_label(dimensions: int) -> str:
+    return (f"hypervolume (objectives scaled to [0, 1] between the best and worst feasible trial, "
+            f"reference point {REFERENCE:g}; at most {REFERENCE ** dimensions:.3g})")
 
 
 @dataclass
 class StudyResults:
-    """Everything derived from the trials of a study."""
+    """Everything derived from the trials of a study (and what :func:`solvermap.explore` returns).
+
+    ``trials`` (one row per trial) and ``front`` (the feasible non-dominated trials) are pandas frames;
+    ``hypervolume`` and ``history`` are scaled as the module docstring says; ``meta`` holds the study's name,
+    directory and worker reports, as ``--json`` prints them."""
 
     trials: pd.DataFrame
     front: pd.DataFrame
@@ -44,18 +91,48 @@ class StudyResults:
     history: list[float]
     counts: dict[str, int]
     files: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # failed trials of this process, one line each
+
+    @property
+    def directory(self) -> Path | None:
+        return Path(self.meta["directory"]) if self.meta.get("directory") else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what ``solvermap explore --json`` (or ``batch --json``) prints."""
+        return json.loads(json.dumps(summary_json(self, self.meta), default=str))
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every trial: number, state, feasibility, objectives, parameters, metrics, times (a copy)."""
+        return self.trials.copy()
+
+    def figure(self, x: str | int = 0, y: str | int = 1) -> Any:
+        """A matplotlib figure of the front over objectives ``x`` and ``y`` (labels or indices): every feasible
+        trial, the infeasible ones, the pair's front line and the study's Pareto-optimal trials."""
+        pick = [self.objectives.index(v) if isinstance(v, str) else int(v) for v in (x, y)]
+        if len(self.objectives) == 1:
+            pick = [0, 0]
+        return front_figure(self, *pick)
 
 
 def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     """One row per trial of an Optuna study, with the solvermap user attributes unpacked."""
     rows = []
     for t in study.get_trials(deepcopy=False):
+        if REPEAT_ATTR in t.user_attrs:
+            continue
         attrs = {**t.user_attrs, **(t.user_attrs.get("result") or {})}
-        row: dict[str, Any] = {"number": t.number, "state": t.state.name.lower(),
-                               "feasible": bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False,
+        feasible = bool(attrs.get("feasible", False)) if t.state.name == "COMPLETE" else False
+        row: dict[str, Any] = {"number": t.number, "state": _state(t.state.name, attrs, feasible),
+                               "optuna_state": t.state.name.lower(), "feasible": feasible,
                                "reason": attrs.get("reason") or attrs.get("error") or ""}
         for label, value in zip(objectives, t.values or [None] * len(objectives)):
             row[label] = value if value is not None and math.isfinite(value) else None
+        bounds = attrs.get("bounds") or {}
+        for label in objectives:
+            row[f"bound.{label}"] = bounds.get(label)
+        row["dominated_by"] = (attrs.get("dominated_by") or {}).get("number")
+        row["bound_violations"] = "; ".join(attrs.get("bound_violations") or [])
         for key, value in t.params.items():
             row[key] = value
         for key, value in (attrs.get("metrics") or {}).items():
@@ -79,15 +156,34 @@ def trials_frame(study: Any, objectives: list[str]) -> pd.DataFrame:
     return frame.sort_values("number").reset_index(drop=True)
 
 
+def _state(optuna_state: str, attrs: dict[str, Any], feasible: bool) -> str:
+    """The outcome of a finished trial (module docstring), else Optuna's state."""
+    if optuna_state == "PRUNED":
+        return "pruned"
+    if optuna_state != "COMPLETE":
+        return optuna_state.lower()
+    return attrs.get("outcome") or ("complete" if feasible else "infeasible")
+
+
+def _evaluated(frame: pd.DataFrame) -> pd.DataFrame:
+    """Trials fully evaluated (Optuna COMPLETE: complete, infeasible or unknown)."""
+    column = "optuna_state" if "optuna_state" in frame.columns else "state"
+    return frame[frame[column] == "complete"]
+
+
 def analyse(study: Any, objectives: list[str], directions: list[str]) -> StudyResults:
-    """Front, hypervolume and counts from an Optuna study."""
+    """Front, hypervolume and counts from an Optuna study. ``counts['complete']`` counts full evaluations
+    (every outcome but pruned), ``finished`` adds the pruned trials."""
     frame = trials_frame(study, objectives)
-    done = frame[frame["state"] == "complete"]
+    done = _evaluated(frame)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
+    state = frame["state"]
     counts = {"trials": len(frame), "complete": len(done), "feasible": len(feasible),
-              "infeasible": int(len(done) - len(feasible)),
-              "running": int((frame["state"] == "running").sum()), "waiting": int((frame["state"] == "waiting").sum()),
-              "failed": int((frame["state"] == "fail").sum())}
+              "infeasible": int((state == "infeasible").sum()), "unknown": int((state == "unknown").sum()),
+              "pruned": int((state == "pruned").sum()), "finished": int(len(done) + (state == "pruned").sum()),
+              "running": int((state == "running").sum()), "waiting": int((state == "waiting").sum()),
+              "failed": int((state == "fail").sum()),
+              "repeats": sum(1 for t in study.get_trials(deepcopy=False) if REPEAT_ATTR in t.user_attrs)}
     if len(feasible):
         points = to_minimisation(feasible[objectives].to_numpy(dtype=float), directions)
         front = feasible[pareto_mask(points)].copy()
@@ -122,7 +218,7 @@ def write_results(results: StudyResults, root: str | Path, *, html: bool = True)
         frame.to_parquet(tables / f"{name}.parquet", index=False)
         files[f"{name}_csv"] = str(tables / f"{name}.csv")
         files[f"{name}_parquet"] = str(tables / f"{name}.parquet")
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     pd.DataFrame({"trials": range(1, len(results.history) + 1), "number": done["number"].tolist(),
                   "hypervolume": results.history}).to_csv(tables / "hypervolume.csv", index=False)
     files["hypervolume_csv"] = str(tables / "hypervolume.csv")
@@ -150,41 +246,65 @@ def _pair_front(x: np.ndarray, y: np.ndarray, dx: str, dy: str) -> np.ndarray:
     return idx[np.argsort(x[idx])]
 
 
-def _front_png(results: StudyResults, i: int, j: int, path: Path) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def front_figure(results: StudyResults, i: int, j: int) -> Any:
+    """The front figure of objectives ``i`` and ``j`` (one objective, ``i == j``: value against trial)."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     a, b = results.objectives[i], results.objectives[j]
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
-    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
+    pruned = _pruned_at_bounds(results, a, b)
+    fig = Figure(figsize=(6, 4.5), dpi=110)
+    ax = fig.add_subplot()
     if i == j:
         ax.plot(feasible["number"], feasible[a], "o", color="0.6", label="feasible trials")
         ax.plot(results.front["number"], results.front[a], "o", color="C3", label="best")
-        ax.set_xlabel("trial")
-        ax.set_ylabel(a)
+        ax.set_xlabel("trial number")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(axis_label(a, results.directions[i]))
     else:
         ax.scatter(feasible[a], feasible[b], s=18, color="0.65", label=f"feasible ({len(feasible)})")
         if len(infeasible):
             ax.scatter(infeasible[a], infeasible[b], s=24, marker="x", color="C1", label=f"over a cap ({len(infeasible)})")
+        if len(pruned):
+            ax.scatter(pruned[f"bound.{a}"], pruned[f"bound.{b}"], s=22, marker="v", facecolors="none", edgecolors="C2",
+                       lw=0.9, label=f"pruned, at its bounds ({len(pruned)})")
         if len(feasible):
             x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
             order = _pair_front(x, y, results.directions[i], results.directions[j])
             ax.step(x[order], y[order], where="post", color="C0", lw=1.2, label=f"{a}–{b} front")
         ax.scatter(results.front[a], results.front[b], s=36, facecolors="none", edgecolors="C3", lw=1.5,
                    label=f"Pareto-optimal ({len(results.front)})")
-        ax.set_xlabel(f"{a} ({results.directions[i][:3]})")
-        ax.set_ylabel(f"{b} ({results.directions[j][:3]})")
+        ax.set_xlabel(axis_label(a, results.directions[i]))
+        ax.set_ylabel(axis_label(b, results.directions[j]))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{results.counts['complete']} trials, hypervolume {results.hypervolume:.3f}", fontsize=9)
+    ax.set_title(_title(results), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig
+
+
+def _front_png(results: StudyResults, i: int, j: int, path: Path) -> str:
+    front_figure(results, i, j).savefig(path)
     return str(path)
+
+
+def _pruned_at_bounds(results: StudyResults, a: str, b: str) -> pd.DataFrame:
+    """Pruned trials with bounds on both objectives (those are drawn at their bounds)."""
+    frame = results.trials
+    if f"bound.{a}" not in frame.columns or f"bound.{b}" not in frame.columns:
+        return frame.iloc[0:0]
+    return frame[(frame["state"] == "pruned") & frame[f"bound.{a}"].notna() & frame[f"bound.{b}"].notna()]
+
+
+def _title(results: StudyResults) -> str:
+    c = results.counts
+    parts = [f"{c['complete']} evaluated ({c['feasible']} feasible, {c.get('infeasible', 0)} infeasible, "
+             f"{c.get('unknown', 0)} unknown), {c.get('pruned', 0)} pruned"]
+    return (", ".join(parts) + f"; hypervolume {results.hypervolume:.3f} of at most "
+            f"{REFERENCE ** len(results.objectives):.3g} (objectives scaled to [0, 1])")
 
 
 def _hover(frame: pd.DataFrame, objectives: list[str]) -> list[str]:
@@ -208,14 +328,16 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
     import plotly.graph_objects as go
 
     a, b = results.objectives[i], results.objectives[j]
-    done = results.trials[results.trials["state"] == "complete"]
+    done = _evaluated(results.trials)
     feasible = done.loc[done["feasible"].astype(bool)]  # (an empty object column would select columns)
     infeasible = done[~done["feasible"] & done[a].notna() & done[b].notna()]
+    pruned = _pruned_at_bounds(results, a, b)
     fig = go.Figure()
     if i == j:
         fig.add_trace(go.Scatter(x=feasible["number"], y=feasible[a], mode="markers", name="feasible",
                                  text=_hover(feasible, results.objectives), hoverinfo="text"))
-        fig.update_layout(xaxis_title="trial", yaxis_title=a)
+        fig.update_layout(xaxis_title="trial number", yaxis_title=axis_label(a, results.directions[i]),
+                          xaxis={"tickformat": "d", "dtick": 1 if len(feasible) <= 20 else None})
     else:
         fig.add_trace(go.Scatter(x=feasible[a], y=feasible[b], mode="markers", name="feasible",
                                  marker={"color": "#aaaaaa"}, text=_hover(feasible, results.objectives), hoverinfo="text"))
@@ -223,6 +345,10 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
             fig.add_trace(go.Scatter(x=infeasible[a], y=infeasible[b], mode="markers", name="over a cap",
                                      marker={"symbol": "x", "color": "#ff7f0e"},
                                      text=_hover(infeasible, results.objectives), hoverinfo="text"))
+        if len(pruned):
+            fig.add_trace(go.Scatter(x=pruned[f"bound.{a}"], y=pruned[f"bound.{b}"], mode="markers",
+                                     name="pruned, at its bounds", marker={"symbol": "triangle-down-open", "color": "#2ca02c"},
+                                     text=_hover(pruned, results.objectives), hoverinfo="text"))
         if len(feasible):
             x, y = feasible[a].to_numpy(float), feasible[b].to_numpy(float)
             order = _pair_front(x, y, results.directions[i], results.directions[j])
@@ -230,26 +356,31 @@ def _front_html(results: StudyResults, i: int, j: int, path: Path) -> str:
         fig.add_trace(go.Scatter(x=results.front[a], y=results.front[b], mode="markers", name="Pareto-optimal",
                                  marker={"size": 10, "color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 2}},
                                  text=_hover(results.front, results.objectives), hoverinfo="text"))
-        fig.update_layout(xaxis_title=f"{a} ({results.directions[i]})", yaxis_title=f"{b} ({results.directions[j]})")
-    fig.update_layout(title=f"{results.counts['complete']} trials, hypervolume {results.hypervolume:.3f}",
-                      template="plotly_white")
+        fig.update_layout(xaxis_title=axis_label(a, results.directions[i]), yaxis_title=axis_label(b, results.directions[j]))
+    fig.update_layout(title=_title(results), template="plotly_white")
     return _write_html(fig, path)
 
 
-def _history_png(results: StudyResults, path: Path) -> str:
-    import matplotlib
+def history_figure(results: StudyResults) -> Any:
+    """Hypervolume of the first k finished trials against k, its scale in the title."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=110)
-    ax.plot(range(1, len(results.history) + 1), results.history, color="C0")
-    ax.set_xlabel("finished trials")
-    ax.set_ylabel("hypervolume (normalised)")
+    fig = Figure(figsize=(6.5, 3.8), dpi=110)
+    ax = fig.add_subplot()
+    ax.plot(range(1, len(results.history) + 1), results.history, color="C0", marker="." if len(results.history) < 40 else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("full evaluations (pruned trials not counted)")
+    ax.set_ylabel("hypervolume")
+    ax.set_ylim(bottom=0)
+    ax.set_title(hypervolume_label(len(results.objectives)), fontsize=8, wrap=True)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig
+
+
+def _history_png(results: StudyResults, path: Path) -> str:
+    history_figure(results).savefig(path)
     return str(path)
 
 
@@ -257,7 +388,8 @@ def _history_html(results: StudyResults, path: Path) -> str:
     import plotly.graph_objects as go
 
     fig = go.Figure(go.Scatter(x=list(range(1, len(results.history) + 1)), y=results.history, mode="lines+markers"))
-    fig.update_layout(xaxis_title="finished trials", yaxis_title="hypervolume (normalised)", template="plotly_white")
+    fig.update_layout(xaxis_title="finished trials", yaxis_title="hypervolume", title=hypervolume_label(len(results.objectives)),
+                      xaxis={"tickformat": "d"}, template="plotly_white")
     return _write_html(fig, path)
 
 
@@ -312,10 +444,12 @@ def print_summary(results: StudyResults, console: Any, title: str = "Pareto fron
     from rich.table import Table
 
     c = results.counts
-    console.print(f"{c['complete']} finished trials ({c['feasible']} feasible, {c['infeasible']} infeasible), "
+    console.print(f"{c['complete']} evaluated trials ({c['feasible']} feasible, {c['infeasible']} infeasible, "
+                  f"{c.get('unknown', 0)} unknown), {c.get('pruned', 0)} pruned, "
                   f"{c['failed']} failed, {c['running']} running, {c['waiting']} queued"
                   + (f", {c['distinct_configs']} distinct configurations" if "distinct_configs" in c else "") + "; "
-                  f"hypervolume {results.hypervolume:.4f}", highlight=False, soft_wrap=True)
+                  f"hypervolume {results.hypervolume:.4f} of at most {REFERENCE ** len(results.objectives):.3g} "
+                  "(objectives scaled to [0, 1])", highlight=False, soft_wrap=True)
     if results.front.empty:
         console.print("no feasible trial yet", highlight=False)
         return

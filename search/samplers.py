@@ -11,12 +11,23 @@ Infeasible trials carry ``trial.set_constraint`` values, which NSGA-II/III, TPE 
 constraints (Optuna 5); random, QMC and the grid ignore them.
 
 Worker ``k`` of a batch uses seed ``seed + k``, so that parallel workers do not propose the same points.
+
+Sampler state from the storage: every sampler is wrapped in :class:`TrialSeeded`, which reseeds the
+sampler's random streams before each trial from (seed, trial number, stream). What a sampler proposes
+for trial ``n`` then depends on the study's seed and the trials in its storage only — not on how many
+trials this process has asked for — so a resumed or extended study goes on where it stopped instead of
+replaying its first proposals (which made trials 4-6 of a resumed study repeat trials 0, 1 and 3).
+The worker's guard (:mod:`.worker`) catches what remains: a sampler that proposes a finished
+configuration again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from typing import Any
+
+from optuna.samplers import BaseSampler
 
 from solvermap.errors import InputError
 from solvermap.search.study_file import StudyFile
@@ -31,7 +42,11 @@ def _check_options(cls: type, options: dict[str, Any], source: str) -> None:
 
 
 def make_sampler(study: StudyFile, *, worker: int = 0, source: str = "") -> Any:
-    """The Optuna sampler a study asks for, seeded with ``study.seed + worker``."""
+    """The Optuna sampler a study asks for, seeded with ``study.seed + worker``, reseeded per trial (:class:`TrialSeeded`)."""
+    return TrialSeeded(_sampler(study, worker, source), study.seed + worker)
+
+
+def _sampler(study: StudyFile, worker: int, source: str) -> Any:
     import optuna
 
     name = study.sampler.name
@@ -64,3 +79,56 @@ def make_sampler(study: StudyFile, *, worker: int = 0, source: str = "") -> Any:
         return cls(seed=seed, **options)
     except (TypeError, ValueError) as exc:
         raise InputError(source, "sampler.options", str(exc).splitlines()[0]) from None
+
+
+def _random_states(sampler: Any) -> list[Any]:
+    """The random streams (Optuna's ``LazyRandomState``) a sampler and the samplers and strategies it holds
+    draw from, each once, in a fixed order (attribute order)."""
+    from optuna.samplers._lazy_random_state import LazyRandomState
+
+    found: dict[int, Any] = {}
+
+    def walk(obj: Any, depth: int) -> None:
+        for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
+            if isinstance(value, LazyRandomState):
+                found.setdefault(id(value), value)
+            elif depth < 3 and type(value).__module__.startswith("optuna.samplers"):
+                walk(value, depth + 1)
+
+    walk(sampler, 0)
+    return list(found.values())
+
+
+def trial_seed(seed: int, number: int, stream: int) -> int:
+    """The 32-bit seed of random stream ``stream`` for trial ``number`` of a study seeded ``seed``."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{number}:{stream}".encode()).digest()[:4], "little")
+
+
+class TrialSeeded(BaseSampler):
+    """A sampler whose random streams are reseeded before each trial from (seed, trial number, stream);
+    everything else is the wrapped sampler's (module docstring)."""
+
+    def __init__(self, sampler: Any, seed: int) -> None:
+        self.sampler = sampler
+        self.seed = seed
+        self._streams = _random_states(sampler)
+
+    def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
+        return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
+        return self.sampler.sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
+        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: Any, trial: Any) -> None:
+        for stream, state in enumerate(self._streams):
+            state.rng.seed(trial_seed(self.seed, trial.number, stream))
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()

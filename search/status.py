@@ -30,6 +30,11 @@ class StudyStatus:
     workers: dict[str, int] = field(default_factory=dict)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     executor: str | None = None
+    run: Any = None  # solvermap.runs.RunState of the study directory: did its last command fail?
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what ``solvermap status --json`` prints."""
+        return status_json(self)
 
 
 def load_status(target: str, *, storage: str | None = None, study_name: str | None = None) -> StudyStatus:
@@ -78,6 +83,10 @@ def load_status(target: str, *, storage: str | None = None, study_name: str | No
             status.workers[owner] = status.workers.get(owner, 0) + 1
     if Path(target).is_dir():
         _worker_jobs(status, target)
+        if (Path(target) / "run.json").exists():
+            from solvermap.runs import read_run
+
+            status.run = read_run(target)
     return status
 
 
@@ -106,7 +115,7 @@ def status_json(status: StudyStatus) -> dict[str, Any]:
     return summary_json(status.results, {"study": status.name, "storage": redact(status.url), "n_trials": status.n_trials,
                                          "running": status.running, "failed": status.failed,
                                          "finished_by_worker": status.workers, "executor": status.executor,
-                                         "jobs": status.jobs})
+                                         "jobs": status.jobs, "run": status.run.to_json() if status.run else None})
 
 
 def print_status(status: StudyStatus, console: Any) -> None:
@@ -116,8 +125,11 @@ def print_status(status: StudyStatus, console: Any) -> None:
     from solvermap.search.storage import redact
 
     target = f" of {status.n_trials}" if status.n_trials else ""
-    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts['complete']}{target} trials finished",
+    console.print(f"study {status.name!r} in {redact(status.url)}: {status.results.counts.get('finished', status.results.counts['complete'])}{target} trials finished",
                   highlight=False, soft_wrap=True)
+    if status.run is not None and status.run.failed:
+        console.print(f"the last {status.run.command} {status.run.state}" + (f": {status.run.error}" if status.run.error else ""),
+                      style="red", highlight=False, markup=False, soft_wrap=True)
     if status.jobs:
         table = Table(title=f"{status.executor} workers", header_style="bold")
         for col in ("worker", "job", "state", "reason", "node", "requeued", "finished", "running trial"):
@@ -135,7 +147,7 @@ def print_status(status: StudyStatus, console: Any) -> None:
             table.add_column(col)
         for r in status.running:
             table.add_row(str(r["number"]), str(r["worker"]), f"{r['seconds']:.0f}" if r["seconds"] is not None else "-",
-                          ", ".join(f"{k}={v}" for k, v in r["params"].items())[:80])
+                          ", ".join(f"{k}={v}" for k, v in r["params"].items()))
         console.print(table)
     for f in status.failed[:10]:
         console.print(f"failed trial {f['number']} ({f['worker']}): {f['error']}", highlight=False, markup=False)

@@ -39,10 +39,14 @@ from typing import Any
 import filelock
 
 from solvermap.errors import InputError
+from solvermap.inputs import output_file
+from solvermap.limits import check_estimate, format_bytes
 from solvermap.search.study_file import StorageSettings
 
 HEARTBEAT_ATTR = "solvermap:heartbeat"
+JOURNAL_MEMORY_FACTOR = 4
 OWNER_ATTR = "solvermap:owner"
+REPEAT_ATTR = "repeat_of"  # user attribute of a proposal that repeated a finished configuration (search.worker)
 JOURNAL_NAME = "study.journal"
 
 
@@ -156,16 +160,32 @@ class RetryStaleTrial:
             user_attrs={"retry_of": trial.number}, system_attrs=system))
 
 
+def check_journal(path: Path) -> None:
+    """A journal file we may append to (not a directory, FIFO or device; its folder writable), small enough
+    to replay: the parsed operations take several times the file's text (counted as
+    :data:`JOURNAL_MEMORY_FACTOR` times)."""
+    output_file(path, "--storage")
+    if path.exists():
+        size = path.stat().st_size
+        check_estimate(f"--storage {path}: replaying a journal of {format_bytes(size)}", JOURNAL_MEMORY_FACTOR * size)
+
+
 def open_storage(url: str, settings: StorageSettings) -> Any:
     """An Optuna storage for ``url`` (see module docstring); connection problems are one-line errors."""
     import optuna
 
     path = journal_path(url)
     if path is not None:
+        check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         from optuna.storages.journal import JournalFileBackend
 
-        return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileLock(path)))
+        try:  # the storage replays the whole journal here; later reads see only what workers appended
+            return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileLock(path)))
+        except Exception as exc:  # noqa: BLE001 - whatever a damaged or foreign file makes the replay raise
+            detail = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+            raise InputError("--storage", str(path), f"not an Optuna journal file ({type(exc).__name__}"
+                             f"{': ' + detail if detail else ''})") from None
     if "://" not in url:
         raise InputError("--storage", url, "expected a journal file (*.journal), journal:///path or a database URL "
                                           "such as postgresql://user@host:5432/db")

@@ -30,7 +30,7 @@ directions, optional caps, the sampler, a seed and a budget::
       - {metric: area_mm2, max: 400}                              # a cap: over it, the trial is infeasible
     sampler: {name: nsga2, options: {population_size: 16}}        # nsga2 | tpe | random | grid | gp | qmc
     seed: 0
-    budget: {n_trials: 40, timeout_s: 600}
+    budget: {n_trials: 40, timeout_s: 600, workers: 2}   # workers: local processes of `explore`
     solver: {backend: cpsat, time_limit_s: 10}                    # every inner solve (SolverConfig)
     decisions: {partition: {variant: table42}}                    # fixed per-decision options
     storage: {heartbeat_s: 5, grace_s: 20, max_retry: 2}
@@ -43,6 +43,9 @@ directions, optional caps, the sampler, a seed and a budget::
       cpus_per_task: 1
       sbatch: {account: mylab, qos: normal, constraint: avx2}     # more #SBATCH options (allow-listed)
     cache: {enabled: true, neighbours: 3}
+    unknown: {retries: 1, budget_factor: 4}   # a solve with no solution and no proof: retried, then "unknown"
+    pruning: {enabled: true}                  # skip designs whose certified bounds the front dominates
+    limits: {memory_gb: 8}             # memory cap of each trial's size estimates (default: half of memory)
     imports: [my_lab.targets]          # modules that register extra families, pipelines or workloads:
                                        # trusted code, imported only with --allow-imports
 
@@ -66,8 +69,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from solvermap.config import Limits
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
+from solvermap.inputs import load_yaml
 
 AGGREGATES = ("geomean", "mean", "sum", "max", "min")
 SAMPLERS = ("nsga2", "nsga3", "tpe", "random", "grid", "gp", "qmc")
@@ -207,8 +212,10 @@ class SamplerSpec(_Strict):
 
 
 class Budget(_Strict):
-    n_trials: int | None = Field(None, ge=1, description="finished trials to reach; default 20 (grid: its size)")
+    n_trials: int | None = Field(None, ge=1, description="finished trials to reach (evaluated or pruned); default 20 "
+                                 "(grid: its size)")
     timeout_s: float | None = Field(None, gt=0, description="stop starting new trials after this many seconds")
+    workers: int = Field(1, ge=1, description="worker processes `explore` runs on this machine (--workers overrides)")
 
 
 class StorageSettings(_Strict):
@@ -254,6 +261,21 @@ class CacheSettings(_Strict):
     neighbours: int = Field(3, ge=0, description="solutions of the nearest earlier trials tried as warm starts")
 
 
+class UnknownSettings(_Strict):
+    """An inner solve that stops at its budget with no solution and no proof is solved again with
+    ``budget_factor`` times the budget, at most ``retries`` times; then the trial is *unknown*."""
+
+    retries: int = Field(1, ge=0, description="retries of an unknown solve, each with a larger budget")
+    budget_factor: float = Field(4.0, gt=1.0, description="budget multiplier of each retry")
+
+
+class PruningSettings(_Strict):
+    """Certified pruning (:mod:`solvermap.search.pruning`): before a full evaluation, the design's certified
+    lower bounds are compared with the front; a design they show dominated is recorded as pruned."""
+
+    enabled: bool = True
+
+
 class Ref(_Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -283,6 +305,9 @@ class StudyFile(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    unknown: UnknownSettings = Field(default_factory=UnknownSettings)
+    pruning: PruningSettings = Field(default_factory=PruningSettings)
+    limits: Limits = Field(default_factory=Limits)
     imports: list[str] = Field(default_factory=list)
 
     @field_validator("target", mode="before")
@@ -392,15 +417,7 @@ def parse_study(data: Any, source: str) -> StudyFile:
 def load_study(path: str | Path) -> StudyFile:
     """Read and validate a study file; a relative target YAML path resolves against the file's folder."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), "", "no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    study = parse_study(data, str(path))
+    study = parse_study(load_yaml(path), str(path))
     target = study.target.name
     if target.endswith((".yaml", ".yml")) and not Path(target).is_absolute():
         local = path.parent / target
@@ -411,7 +428,7 @@ def load_study(path: str | Path) -> StudyFile:
 
 def study_digest(study: StudyFile) -> str:
     """Content hash of everything that defines the trials (used to refuse resuming a different study)."""
-    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description"})
+    data = study.model_dump(mode="json", exclude={"budget", "storage", "slurm", "description", "limits"})
     text = yaml.safe_dump(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -16,6 +16,13 @@ SLURM's SIGTERM or time-limit signal, :mod:`.batch`), the interrupted trial is f
 once, under the slot lock, so another worker or a resumed study runs it — unless it finished meanwhile.
 Native solver code may swallow an exception raised by a signal handler, so ``stop_check`` is also
 called between trials: a stop that arrived during a solve ends the worker after that trial is told.
+
+No repeats: a proposal whose configuration a finished (or another running) trial already has is not
+evaluated: the trial is failed with the user attribute ``repeat_of`` (the report leaves such proposals
+out of the tables) and the worker asks again. The samplers' streams are reseeded per trial
+(:class:`~solvermap.search.samplers.TrialSeeded`), so the next proposal differs. A finite space caps
+``n_trials`` at its number of configurations, and :data:`MAX_REPEATS` proposals in a row that all
+repeat end the worker (the sampler finds nothing new).
 """
 
 from __future__ import annotations
@@ -29,12 +36,23 @@ from typing import Any
 
 from solvermap.errors import InputError
 from solvermap.search.evaluate import Evaluator, StudyError, TrialResult
+from solvermap.search.pruning import front_points, prune
 from solvermap.search.samplers import make_sampler
 from solvermap.search.space import enumerate_space, suggest
-from solvermap.search.storage import Heartbeat, RetryStaleTrial, SlotLock, claim, fail_stale, open_storage, redact
+from solvermap.search.storage import (
+    REPEAT_ATTR,
+    Heartbeat,
+    RetryStaleTrial,
+    SlotLock,
+    claim,
+    fail_stale,
+    open_storage,
+    redact,
+)
 from solvermap.search.study_file import StudyFile, study_digest
 
 META_ATTR = "solvermap"
+MAX_REPEATS = 200  # proposals in a row that repeat a finished configuration before a worker gives up
 
 
 class WorkerStopped(BaseException):
@@ -114,9 +132,39 @@ def open_study(spec: StudyFile, url: str, *, n_trials: int | None = None, worker
                              f"study {spec.name!r} already exists there with different contents (digest "
                              f"{meta.get('digest')} ≠ {digest}); give the study another `name` or use another storage")
     target = n_trials if n_trials is not None else spec.n_trials(len(grid) if grid is not None else None)
-    if grid is not None:
-        target = min(target, len(grid))
+    size = len(grid) if grid is not None else _finite_size(spec)
+    if size is not None:
+        target = min(target, size)  # no more distinct configurations than the space has
     return StudyHandle(study, url, lock, spec, target, len(grid) if grid is not None else None)
+
+
+def _finite_size(spec: StudyFile) -> int | None:
+    """The number of configurations of a space that can be enumerated, else None (floats, too many)."""
+    from solvermap.search.space import space_size
+
+    try:
+        return space_size(spec.space)
+    except InputError:
+        return None
+
+
+def config_key(params: Any) -> str:
+    """A configuration as a comparable text (parameter order does not matter)."""
+    import json
+
+    return json.dumps(dict(params), sort_keys=True, default=str)
+
+
+def _repeated(study: Any, trial: Any, config: dict[str, Any]) -> int | None:
+    """The number of a finished trial, or of another running one, with the configuration ``config``."""
+    from optuna.trial import TrialState
+
+    key = config_key(config)
+    for other in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+        if other.number != trial.number and REPEAT_ATTR not in other.user_attrs and config_key(other.params) == key:
+            if other.state == TrialState.COMPLETE or set(other.params) == set(config):
+                return other.number
+    return None
 
 
 @dataclass
@@ -125,11 +173,14 @@ class WorkerReport:
 
     label: str
     started: int = 0
-    completed: int = 0
+    completed: int = 0  # full evaluations
     infeasible: int = 0
+    unknown: int = 0
+    pruned: int = 0
     failed: int = 0
     lost: int = 0  # trials failed as stale by another worker while this one still ran them
     errors: list[str] = field(default_factory=list)
+    repeats: int = 0  # proposals of a configuration a finished trial already had (not evaluated)
 
 
 def counts(study: Any) -> dict[str, int]:
@@ -141,12 +192,19 @@ def counts(study: Any) -> dict[str, int]:
     return out
 
 
+def finished(c: dict[str, int]) -> int:
+    """Trials that count toward ``n_trials``: full evaluations (COMPLETE) and pruned ones (Optuna's rule)."""
+    return c["complete"] + c["pruned"]
+
+
 def result_attr(result: TrialResult) -> dict[str, Any]:
-    """The trial's user attribute ``result`` (one write): feasibility, metrics, cache use, run directory."""
+    """The trial's user attribute ``result`` (one write): outcome, feasibility, metrics, certified bounds,
+    cache use, run directory."""
     finite = {k: (v if math.isfinite(v) else None) for k, v in result.metrics.items()}
-    return {"feasible": result.feasible, "reason": result.reason[:500], "metrics": finite,
+    return {"outcome": result.outcome, "feasible": result.feasible, "reason": result.reason[:500], "metrics": finite,
             "per_workload": {w: {k: (v if math.isfinite(v) else None) for k, v in m.items()}
                              for w, m in result.per_workload.items()},
+            "bounds": result.bounds, "dominated_by": result.dominated_by, "bound_violations": result.bound_violations,
             "cache": result.cache, "seconds": result.seconds, "run_dir": result.run_dir}
 
 
@@ -161,6 +219,7 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
     report = WorkerReport(label)
     start = time.monotonic()
     checked = -math.inf  # when stale trials were last looked for
+    in_a_row = 0  # proposals in a row that repeated a finished configuration
     while True:
         if stop_check is not None:
             stop_check()
@@ -171,41 +230,63 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
                 fail_stale(study, spec.storage)
                 checked = time.monotonic()
             c = counts(study)
-            if c["complete"] >= handle.n_trials:
+            if finished(c) >= handle.n_trials:
                 break
             trial = None
-            if c["complete"] + c["running"] >= handle.n_trials and c["running"] and checked < time.monotonic() - poll_s:
+            if finished(c) + c["running"] >= handle.n_trials and c["running"] and checked < time.monotonic() - poll_s:
                 fail_stale(study, spec.storage)  # about to wait: make sure the running trials are alive
                 checked = time.monotonic()
                 c = counts(study)
-            if c["complete"] + c["running"] < handle.n_trials:
+            if finished(c) + c["running"] < handle.n_trials:
                 with warnings.catch_warnings():
                     quiet_optuna()
                     trial = study.ask()
         if trial is None:
             time.sleep(poll_s)  # the remaining trials run elsewhere; wait for them (or for them to go stale)
             continue
-        report.started += 1
         try:
             claim(study._storage, trial._trial_id, label)  # outside the lock: it is held as briefly as possible
-            result = _run_trial(study, trial, spec, evaluator, report, on_trial, c["complete"])
+            result = _run_trial(study, trial, spec, evaluator, report, on_trial, finished(c))
         except (KeyboardInterrupt, WorkerStopped, SystemExit) as exc:  # Ctrl-C, or a batch job told to stop
             _give_back(handle, trial, "interrupted" if isinstance(exc, KeyboardInterrupt) else f"worker stopped: {exc}")
             raise
+        if result is REPEAT:
+            in_a_row += 1
+            if in_a_row >= MAX_REPEATS:
+                report.errors.append(f"the sampler proposed only finished configurations {MAX_REPEATS} times in a "
+                                     "row; stopping (the space is nearly exhausted)")
+                break
+            continue
+        in_a_row = 0
+        report.started += 1
         if result is not None and on_trial is not None:
-            on_trial(trial.number, result, c["complete"] + 1)
+            on_trial(trial.number, result, finished(c) + 1)
     return report
+
+
+REPEAT: Any = object()  # what _run_trial returns for a proposal that repeats a finished configuration
 
 
 def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, report: WorkerReport,
                on_trial: Callable[[int, TrialResult | None, int], None] | None, finished: int) -> TrialResult | None:
-    """Evaluate one claimed trial and tell the storage; the result, or None when the trial failed or was lost."""
+    """Evaluate one claimed trial and tell the storage; the result, None when the trial failed or was lost,
+    or :data:`REPEAT` when it proposed a finished configuration (told failed, not evaluated)."""
     import optuna
 
     try:
         with Heartbeat(study._storage, trial._trial_id, spec.storage.heartbeat_s):
             config = suggest(spec.space, trial)
-            result = evaluator.evaluate(config, number=trial.number)
+            repeat_of = _repeated(study, trial, config)
+            if repeat_of is not None:
+                report.repeats += 1
+                trial.set_user_attr(REPEAT_ATTR, repeat_of)
+                _tell_failed(study, trial, f"repeats the configuration of trial {repeat_of}: not evaluated")
+                return REPEAT
+            result, bounds = None, None
+            if spec.pruning.enabled:
+                result, bounds = prune(evaluator, config, front_points(study, spec.directions))
+            if result is None:
+                result = evaluator.evaluate(config, number=trial.number, bounds=bounds)
     except (StudyError, InputError):
         _tell_failed(study, trial, "stopped")
         raise
@@ -221,12 +302,19 @@ def _run_trial(study: Any, trial: Any, spec: StudyFile, evaluator: Evaluator, re
         for key, value in result.constraints.items():
             trial.set_constraint(key, value)
         trial.set_user_attr("result", result_attr(result))
-        study.tell(trial, result.values)
+        if result.outcome == "pruned":
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, result.values)
     except optuna.exceptions.UpdateFinishedTrialError:
         report.lost += 1  # declared stale meanwhile; its retry re-runs it
         return None
+    if result.outcome == "pruned":
+        report.pruned += 1
+        return result
     report.completed += 1
-    report.infeasible += 0 if result.feasible else 1
+    report.infeasible += 1 if result.outcome == "infeasible" else 0
+    report.unknown += 1 if result.outcome == "unknown" else 0
     return result
 
 

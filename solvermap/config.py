@@ -6,26 +6,29 @@ YAML (all keys optional except ``workload`` and ``target``)::
     target: {name: plasticine, overrides: {pcu.stages: 4}}   # or just: target: plasticine
     solver: {backend: cpsat, time_limit_s: 30, threads: 1, rel_gap: 0.0}
     decisions: {partition: {variant: table42, solver: {backend: highs}}}
+    limits: {memory_gb: 8}      # memory cap of the run's size estimates (default: half of memory, solvermap.limits)
     export: {hpvm_config: confs.txt}        # files a pipeline writes besides the run directory
     seed: 0
 
 ``--set key=value`` (value parsed as YAML) addresses the same tree: ``workload.par=16`` sets a
 workload parameter, ``target.pcu.stages=4`` a target field, ``solver.time_limit_s=5``,
-``decisions.partition.variant=table42``, ``export.hpvm_config=confs.txt``, ``seed=3``. The run seed is the
-solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes besides its run
-directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
+``decisions.partition.variant=table42``, ``limits.memory_gb=8``, ``export.hpvm_config=confs.txt``, ``seed=3``.
+The run seed is the solver seed unless ``solver.seed`` is set explicitly. ``export`` names files a pipeline writes
+besides its run directory (:class:`ExportConfig`); a pipeline that does not write one refuses it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from solvermap.errors import InputError
 from solvermap.formulations.solver import SolverConfig
+from solvermap.inputs import MAX_DEPTH, YamlSyntaxError, load_yaml, parse_yaml
 
 
 class WorkloadRef(BaseModel):
@@ -38,6 +41,14 @@ class TargetRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(BaseModel):
+    """Caps of a run (``solvermap.limits``): ``memory_gb`` bounds what a pipeline may plan to build."""
+
+    model_config = ConfigDict(extra="forbid")
+    memory_gb: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                    description="memory cap in GB (default: half of this machine's memory)")
 
 
 class ExportConfig(BaseModel):
@@ -54,6 +65,7 @@ class RunConfig(BaseModel):
     target: TargetRef
     solver: SolverConfig = Field(default_factory=SolverConfig)
     decisions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
     export: ExportConfig = Field(default_factory=ExportConfig)
     seed: int = Field(0, ge=0)
 
@@ -75,14 +87,18 @@ class RunConfig(BaseModel):
 
 
 def parse_set(items: list[str]) -> list[tuple[str, Any]]:
+    """``key=value`` pairs; a value is YAML (``16``, ``[1, 2]``, ``{a: 1}``), or the plain string when it
+    does not parse (``--set workload.name=model.onnx``). A value nested too deep is refused."""
     out = []
     for item in items:
         if "=" not in item:
             raise InputError("--set", item, "expected key=value")
         key, raw = item.split("=", 1)
+        if key.count(".") >= MAX_DEPTH:
+            raise InputError("--set", key[:60] + "...", f"more than {MAX_DEPTH} dotted parts")
         try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError:
+            value = parse_yaml(raw, f"--set {key}") if raw != "" else ""
+        except YamlSyntaxError:
             value = raw
         out.append((key.strip(), value))
     return out
@@ -90,37 +106,42 @@ def parse_set(items: list[str]) -> list[tuple[str, Any]]:
 
 def build_config(
     *,
-    config_file: str | None = None,
+    config_file: str | Path | Mapping[str, Any] | None = None,
     workload: str | None = None,
     target: str | None = None,
     solver: str | None = None,
     time_limit: float | None = None,
     sets: list[str] | None = None,
     defaults: dict[str, Any] | None = None,
+    overrides: list[tuple[str, Any]] | None = None,
 ) -> RunConfig:
-    """Merge (defaults ← config file ← flags ← --set) into a validated :class:`RunConfig`."""
+    """Merge (defaults ← config file ← flags ← ``--set`` items ← ``overrides``, parsed ``--set`` pairs) into a
+    validated :class:`RunConfig`. ``config_file`` is a YAML file or a mapping of the same shape."""
     data: dict[str, Any] = {"workload": {"name": ""}, "target": {"name": ""}, "solver": {}, "decisions": {}}
     for key, value in (defaults or {}).items():
         data[key] = value
     source = "command line"
+    if isinstance(config_file, Mapping):
+        source, loaded = "config", dict(config_file)
+    elif config_file:
+        source = str(config_file)
+        loaded = load_yaml(config_file) or {}
     if config_file:
-        source = config_file
-        path = Path(config_file)
-        if not path.exists():
-            raise InputError(config_file, "", "no such file")
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise InputError(config_file, "", f"invalid YAML: {exc}") from None
         if not isinstance(loaded, dict):
-            raise InputError(config_file, "", "expected a YAML mapping")
+            raise InputError(source, "", "expected a YAML mapping")
         for key, value in loaded.items():
             if key in ("workload", "target") and isinstance(value, str):
                 value = {"name": value}
             data[key] = value
-    data["workload"] = dict(data["workload"]) if isinstance(data["workload"], dict) else {"name": data["workload"]}
-    data["target"] = dict(data["target"]) if isinstance(data["target"], dict) else {"name": data["target"]}
-    data["solver"] = dict(data.get("solver") or {})
+    for key in ("workload", "target"):
+        if not isinstance(data[key], dict):
+            data[key] = {"name": data[key]}
+        data[key] = dict(data[key])
+    for key, inner in (("workload", "params"), ("target", "overrides")):
+        if inner in data[key]:
+            data[key][inner] = _mapping(data[key][inner], source, f"{key}.{inner}")
+    for key in ("solver", "decisions", "limits", "export"):
+        data[key] = _mapping(data.get(key), source, key)
     if workload:
         data["workload"]["name"] = workload
     if target:
@@ -128,9 +149,15 @@ def build_config(
     if solver:
         data["solver"]["backend"] = solver
     if time_limit is not None:
+        try:
+            time_limit = float(time_limit)
+        except (TypeError, ValueError):
+            raise InputError("--time-limit", "", f"{time_limit!r} is not a number of seconds") from None
+        if not math.isfinite(time_limit) or time_limit <= 0:
+            raise InputError("--time-limit", "", f"{time_limit:g} is not a positive number of seconds")
         data["solver"]["time_limit_s"] = time_limit
-    for key, value in parse_set(sets or []):
-        _apply_set(data, key, value)
+    for key, value in [*parse_set(sets or []), *(overrides or [])]:
+        _apply_set(data, str(key), value)
     if not data["workload"].get("name"):
         raise InputError(source, "workload", "missing (pass --workload or set it in the config file)")
     if not data["target"].get("name"):
@@ -144,6 +171,15 @@ def build_config(
         raise InputError(source, loc, msg) from None
 
 
+def _mapping(value: Any, source: str, field: str) -> dict[str, Any]:
+    """A copy of a section that must be a mapping (absent: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(source, field, f"expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
 def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
     head, _, rest = key.partition(".")
     if head == "workload" and rest and rest != "name":
@@ -152,21 +188,24 @@ def _apply_set(data: dict[str, Any], key: str, value: Any) -> None:
         data["target"].setdefault("overrides", {})[rest] = value
     elif head == "solver" and rest:
         data["solver"][rest] = value
+    elif head == "limits" and rest:
+        data["limits"][rest] = value
     elif head == "decisions" and rest:
         name, _, option = rest.partition(".")
         if not option:
             raise InputError("--set", key, "expected decisions.<decision>.<option>=value")
-        node = data.setdefault("decisions", {}).setdefault(name, {})
-        parts = option.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
+        node = data["decisions"]
+        parts = [name, *option.split(".")]
+        for depth, part in enumerate(parts[:-1]):
+            node[part] = _mapping(node.get(part), "--set", "decisions." + ".".join(parts[: depth + 1]))
+            node = node[part]
         node[parts[-1]] = value
     elif head == "export" and rest:
-        data.setdefault("export", {})[rest] = value
+        data["export"][rest] = value
     elif head in ("workload", "target") and rest == "name":
         data[head]["name"] = value
     elif head == "seed" and not rest:
         data["seed"] = value
     else:
         raise InputError("--set", key, "unknown key; use workload.<param>, target.<field>, solver.<field>, "
-                         "decisions.<decision>.<option>, export.<file> or seed")
+                         "decisions.<decision>.<option>, limits.memory_gb, export.<file> or seed")

@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from solvermap.cli import QuietOpt, VerboseOpt, progress  # registered by solvermap.cli.main, once cli is loaded
+
 
 def register(app: typer.Typer) -> None:
     @app.command("hpvm-config")
@@ -25,6 +27,7 @@ def register(app: typer.Typer) -> None:
         runs: Annotated[int | None, typer.Option("--runs", help="Monte Carlo runs (default: the target's mc_runs)")] = None,
         seed: Annotated[int, typer.Option("--seed", help="Monte Carlo seed")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON object to stdout")] = False,
+        quiet: QuietOpt = False, verbose: VerboseOpt = False,
     ) -> None:
         """Evaluate every configuration of an HPVM tuner configuration file on the SoC simulator."""
         from rich.console import Console
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
         if not isinstance(net, TensorNetwork):
             raise InputError(workload, "workload", "hpvm-config needs a trained network (lenet, dnn1, …, lenet_mnist)")
         configs = hpvm_config.read(path)
-        with single_threaded_blas():
+        with progress(quiet, verbose), single_threaded_blas():
             results = hpvm_config.evaluate(configs, net, spec, runs=runs or spec.mc_runs, seed=seed)
         if as_json:
             payload = {"file": path, "workload": workload, "target": spec.name,

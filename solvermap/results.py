@@ -1,11 +1,17 @@
-"""Result types shared by every decision: checks, baselines and the per-decision record.
+"""Result types shared by every decision: checks, baselines, the per-decision record and the results of
+:func:`solvermap.map` and :func:`solvermap.solve`.
 
 ``DecisionRecord.to_json()`` is the ``--json`` contract of ``solvermap solve``::
 
     {decision, workload, target,
      solver{backend, status, objective, bound, gap, build_seconds, solve_seconds, ...},
+     seconds,                      # the whole step: baselines, every solve, checks, simulation
      baseline{name, objective, all[...]}, check{ok, violations[{rule, message}]},
      validation{...}, solution{...}, details{...}, solution_source}
+
+:class:`MapResult` (``solvermap map``) and :class:`DecisionResult` (``solvermap solve``) hold the records
+of one run; their ``to_dict()`` is exactly the command's ``--json`` object and ``to_frame()`` the run's
+``tables/decisions`` table.
 
 ``check`` describes the solver's answer when there is one; when that answer failed its check and a
 baseline was used instead (``solution_source`` = ``fallback:<baseline>``), ``check_used`` is the
@@ -18,6 +24,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 
@@ -82,6 +89,7 @@ class DecisionRecord:
     # decision failed its check (``check`` is then the solver's report, ``check_used`` the baseline's)
     solution_source: str = "solver"
     check_used: CheckReport | None = None
+    seconds: float | None = None  # wall time of the whole step (set by the pipeline)
 
     def to_json(self, *, with_solution: bool = True) -> dict[str, Any]:
         baseline = None
@@ -93,6 +101,7 @@ class DecisionRecord:
             "workload": self.workload,
             "target": self.target,
             "solver": self.solver.to_json(),
+            "seconds": self.seconds,
             "baseline": baseline,
             "check": self.check.to_json(),
             "validation": to_jsonable(self.validation),
@@ -103,6 +112,113 @@ class DecisionRecord:
         if with_solution:
             out["solution"] = to_jsonable(self.solution)
         return out
+
+
+    def to_row(self) -> dict[str, Any]:
+        """One row of the ``decisions`` table: the solver's fields (``solver_*``), baseline, check, times."""
+        row: dict[str, Any] = {"decision": self.decision, "workload": self.workload, "target": self.target,
+                               **{f"solver_{k}": v for k, v in self.solver.to_json().items()}}
+        row["seconds"] = self.seconds
+        row["baseline_name"] = self.baseline.name if self.baseline else None
+        row["baseline_objective"] = _finite(self.baseline.objective) if self.baseline else None
+        row["check_ok"] = self.check.ok
+        row["solution_source"] = self.solution_source
+        return row
+
+
+def decisions_frame(records: list[DecisionRecord]) -> Any:
+    """The ``decisions`` table (pandas) of a run: one :meth:`DecisionRecord.to_row` per decision."""
+    import pandas as pd
+
+    return pd.DataFrame([r.to_row() for r in records])
+
+
+@dataclass
+class MapResult:
+    """What :func:`solvermap.map` returns (``solvermap map``): every decision's record, in pipeline order,
+    and the end-to-end validation (the simulator's metrics) of the mapping."""
+
+    workload: str
+    target: str
+    family: str
+    records: list[DecisionRecord]
+    validation: dict[str, Any]
+    run_dir: Path | None = None
+
+    def __getitem__(self, decision: str) -> DecisionRecord:
+        for record in self.records:
+            if record.decision == decision:
+                return record
+        raise KeyError(f"no decision {decision!r} in this run; its decisions: {', '.join(self.decisions)}")
+
+    @property
+    def decisions(self) -> list[str]:
+        return [r.decision for r in self.records]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what ``solvermap map --json`` prints (and the run's ``records.json``)."""
+        fired = backstop_decisions(self.records)
+        return to_jsonable({"workload": self.workload, "target": self.target, "family": self.family,
+                            "decisions": [r.to_json() for r in self.records], "validation": self.validation,
+                            "reproducible": not fired, "backstop_fired": fired})
+
+    def to_frame(self) -> Any:
+        """One row per decision (pandas): backend, status, objective, bound, gap, times, baseline, check."""
+        return decisions_frame(self.records)
+
+
+@dataclass
+class DecisionResult:
+    """What :func:`solvermap.solve` returns (``solvermap solve DECISION``): the record of that decision after
+    the pipeline ran up to it; ``records`` holds every decision that ran."""
+
+    record: DecisionRecord
+    records: list[DecisionRecord]
+    family: str
+    run_dir: Path | None = None
+    model_file: dict[str, Any] | None = None  # solve(write_model=...): the file written and the model's size
+
+    @property
+    def decision(self) -> str:
+        return self.record.decision
+
+    @property
+    def status(self) -> str:
+        return str(self.record.solver.status)
+
+    @property
+    def objective(self) -> float | None:
+        return self.record.solver.objective
+
+    @property
+    def solution(self) -> Any:
+        return self.record.solution
+
+    @property
+    def validation(self) -> dict[str, Any]:
+        return self.record.validation
+
+    @property
+    def check(self) -> CheckReport:
+        return self.record.check
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what ``solvermap solve DECISION --json`` prints (and the run's ``records.json``)."""
+        fired = backstop_decisions(self.records)
+        out = {**self.record.to_json(), "reproducible": not fired, "backstop_fired": fired}
+        if self.model_file is not None:
+            out["model_file"] = self.model_file
+        return to_jsonable(out)
+
+    def to_frame(self) -> Any:
+        """The ``decisions`` table of the run (pandas): one row per decision that ran, this one last."""
+        return decisions_frame(self.records)
+
+
+def backstop_decisions(records: list[DecisionRecord]) -> list[str]:
+    """The decisions whose solve the wall-clock backstop stopped before its deterministic budget: their answer
+    may depend on machine load (``SolveResult.backstop_fired``), so a run that has any is not reproducible."""
+    return [r.decision for r in records if getattr(r.solver, "backstop_fired", False)]
 
 
 def _finite(value: float | None) -> float | None:

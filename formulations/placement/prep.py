@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvermap.formulations.problems.placement import Placement, PlacementProblem, Site, distance
+from solvermap.limits import check_estimate
 
 
 @dataclass
@@ -43,6 +44,8 @@ def prepare(problem: PlacementProblem) -> Prep:
         else:
             nets.append((ii[net.source], tuple(dict.fromkeys(sinks)), net.weight))
     n_sites = len(sites)
+    check_estimate(f"placement of {len(items):,} items on {n_sites:,} sites: a distance table of {n_sites:,} sites "
+                   "squared", 32.0 * n_sites * n_sites, problem.name)  # a Python float and its list slot per pair
     dist = [[distance(problem, s, t) for t in range(n_sites)] for s in range(n_sites)]
     big_m = max((max(row) for row in dist), default=0.0)
     prep = Prep(items, sites, pairs, nets, [], dist, big_m, problem.has_grid())

@@ -62,12 +62,12 @@ class SolverConfig(BaseModel):
     backend: str = Field("cpsat", description="MILP / CP-SAT backend: " + " | ".join(MILP_BACKENDS))
     convex_backend: str = Field("clarabel", description="cvxpy backend: " + " | ".join(CONVEX_BACKENDS))
     time_limit_s: float | None = Field(
-        30.0, gt=0,
+        30.0, gt=0, allow_inf_nan=False,
         description="budget per solve in seconds; None = no limit. With deterministic=True (default) it is spent "
         "as deterministic work (see work_limit) and the wall clock only backs it up at "
         f"{WALL_BACKSTOP:g} x time_limit_s + {WALL_BACKSTOP_FLOOR_S:g} s; with deterministic=False it is a plain wall-clock limit")
     work_limit: float | None = Field(
-        None, gt=0,
+        None, gt=0, allow_inf_nan=False,
         description="explicit deterministic work budget per solve, so that the answer does not depend on machine "
         "load: CP-SAT deterministic seconds (max_deterministic_time); HiGHS and SCIP branch-and-bound nodes = "
         f"{NODES_PER_WORK} x work_limit (also pyomo-highs/cbc/gurobi/cplex/xpress). Defaults to time_limit_s when "
@@ -75,7 +75,7 @@ class SolverConfig(BaseModel):
         "all the same).")
     deterministic: bool = Field(True, description="spend time_limit_s as deterministic work (same config, same answer)")
     threads: int = Field(1, ge=1)
-    rel_gap: float = Field(0.0, ge=0.0, description="relative optimality gap at which a solve may stop")
+    rel_gap: float = Field(0.0, ge=0.0, allow_inf_nan=False, description="relative optimality gap at which a solve may stop")
     seed: int = Field(0, ge=0)
     log: bool = False
 
@@ -117,6 +117,17 @@ class SolverConfig(BaseModel):
 
     def with_(self, **changes: Any) -> SolverConfig:
         return self.model_copy(update=changes)
+
+    def budget(self) -> float | None:
+        """The budget of one solve in its own unit: :meth:`work_budget` when deterministic, else wall seconds."""
+        return self.work_budget() if self.deterministic else self.time_limit_s
+
+    def with_budget(self, amount: float | None) -> SolverConfig:
+        """This config with ``amount`` as the budget of one solve (a share of a strategy's budget):
+        ``time_limit_s = amount`` and no explicit ``work_limit``, so a deterministic share is ``amount`` units of
+        work under the facade's own backstop. (Setting only ``time_limit_s`` on a config with an explicit
+        ``work_limit`` would keep the whole work limit and make the share a wall-clock limit: load-dependent.)"""
+        return self.model_copy(update={"time_limit_s": amount, "work_limit": None})
 
 
 @dataclass

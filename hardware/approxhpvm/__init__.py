@@ -67,7 +67,7 @@ def check_supported(graph, source: str = "") -> None:
     for node in graph.nodes():
         if node.kind == NodeKind.HIERARCHY:
             check_supported(node.child, source)
-        elif node.kind == NodeKind.OP and node.op not in SUPPORTED_OPS:
+        elif node.kind == NodeKind.OP and node.op.lower() not in SUPPORTED_OPS:  # ONNX's "Conv" is our "conv"
             raise InputError(source or graph.source or graph.name, f"node '{node.name}'.op",
                              f"unsupported tensor op {node.op!r}; ApproxHPVM supports {', '.join(SUPPORTED_OPS)}")
 

@@ -12,6 +12,17 @@ inspector, rewriter, emulator or code generator changes):
 * ``vnni_vpdpbusd`` — Intel AVX-512 VNNI ``vpdpbusd zmm``: ``c[i] += Σ_j int32(a[4i+j])·int32(b[4i+j])``,
   ``a`` 64×uint8, ``b`` 64×int8, ``c`` 16×int32, i data-parallel (16), j reduction (4) (002:L131,
   Fig. 4a; the seed spells it "pbpdusd", L165).
+* ``avxvnni_vpdpbusd`` — AVX-VNNI (VEX) ``vpdpbusd ymm``: the same expression on 256-bit registers,
+  i (8) × j (4); exact like its AVX-512 form (no intermediate saturation).
+* ``avx2_vpmaddwd_u8s8`` — the exact AVX2 sequence: both operands widened to int16 when they are packed
+  (zero-extended uint8, sign-extended int8: ``storage``), then ``vpmaddwd`` (pairs of int16 products
+  summed into int32; |sum| ≤ 2·255·128 cannot overflow) and ``vpaddd``:
+  ``c[i] += Σ_{j<2} int32(a[2i+j])·int32(b[2i+j])``, i (8) × j (2).
+* ``avx2_vpmaddubsw_u7s8`` — the fast AVX2 sequence ``vpmaddubsw`` + ``vpmaddwd`` (by ones) + ``vpaddd``
+  on bytes, i (8) × j (4). ``vpmaddubsw`` saturates each sum of two products to int16, so the
+  instruction equals the expression only while |a|·|b|·2 ≤ 32767: for uint8 ``a`` below 128 (7-bit
+  activations, ``exact_ranges``); on full-range activations it is not exact, and the emulator
+  reproduces the saturation (``saturation``).
 * ``arm_sdot`` — ARMv8.2 ``SDOT`` (vector form): same expression over 16×int8 · 16×int8 → 4×int32,
   i (4) × j (4). The seed says only "a different number of lanes and data types" (002:L131); the lane
   count is the ARMv8.2 definition.
@@ -19,9 +30,10 @@ inspector, rewriter, emulator or code generator changes):
   ``C[i,n] += float32(A[i,k])·float32(B[k,n])``, fp16 → fp32 (dtypes assumed from 002:L59; the seed
   states 16³ and ``+=``, L133).
 
-``x86`` names the AVX-512 intrinsic family the C generator uses when the instruction is of the
-dot-product form "each 32-bit accumulator lane consumes one 32-bit group of each source register"
-(vpdpbusd, vpdpwssd, and their 256-bit forms); descriptors without it run only through the emulator.
+``x86`` says how the C generator spells an instruction of the dot-product form "each 32-bit
+accumulator lane consumes one 32-bit group of each source register": the C expression of one
+instruction, the register type and width, the storage type of widened operands and the mnemonics its
+disassembly must contain; descriptors without it run only through the emulator.
 """
 
 from __future__ import annotations
@@ -34,12 +46,40 @@ from solvermap.ir.loopnest import Program, Statement, Tensor, statement
 
 @dataclass(frozen=True)
 class X86Intrinsic:
-    """How the C generator spells this instruction: ``call(acc, a, b)`` on ``vector_type`` registers."""
+    """How the C generator spells this instruction on ``vector_type`` registers.
+
+    ``call`` is either an intrinsic name, called as ``call(acc, a, b)`` with the sources in expression
+    order, or a C expression with the placeholders ``{acc}`` and one ``{operand}`` per source register
+    (e.g. ``_mm256_add_epi32({acc}, _mm256_madd_epi16({a}, {b}))``). ``storage`` gives, per source
+    operand, the lane type it is stored as in its packed tensor when that differs from the operand's
+    type (widening done once, when the tensor is packed); ``setup`` are C declarations the body uses
+    (constants); ``mnemonics`` are the instructions the compiled kernel must contain.
+    """
 
     call: str  # e.g. "_mm512_dpbusd_epi32"
     vector_type: str = "__m512i"
     prefix: str = "_mm512"  # load/store/set1/gather intrinsics of the same width
     register_bits: int = 512
+    storage: tuple[tuple[str, str], ...] = ()
+    setup: tuple[str, ...] = ()
+    mnemonics: tuple[str, ...] = ()
+
+    def expression(self, acc: str, sources: dict[str, str], order: list[str]) -> str:
+        if "{" in self.call:
+            return self.call.format(acc=acc, **sources)
+        return f"{self.call}({acc}, {', '.join(sources[o] for o in order)})"
+
+    def storage_dtype(self, operand: str, dtype: str) -> str:
+        return dict(self.storage).get(operand, dtype)
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """The hardware sums ``terms`` consecutive products along the instruction's reduction loop and
+    saturates each such sum to ``dtype`` before accumulating (``vpmaddubsw``: 2 products, int16)."""
+
+    terms: int
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +90,13 @@ class InstructionDescriptor:
     description: str = ""
     x86: X86Intrinsic | None = None
     seed_lines: str = ""
+    saturation: Saturation | None = None
+    exact_ranges: tuple[tuple[str, int, int], ...] = ()  # (operand, lo, hi): the instruction is exact inside
+
+    @property
+    def exact_on_full_range(self) -> bool:
+        """Whether the instruction equals its expression for every value of its operand types."""
+        return self.saturation is None
 
     @property
     def statement(self) -> Statement:
@@ -109,8 +156,44 @@ VNNI_VPDPBUSD = _descriptor(
     [("i", 0, 16, "data_parallel"), ("j", 0, 4, "reduction")],
     "c[i]", "int32(a[4*i + j]) * int32(b[4*i + j])", "int32",
     description="vpdpbusd zmm: 16 int32 lanes += dot of 4 uint8 x 4 int8",
-    x86=X86Intrinsic("_mm512_dpbusd_epi32"),
+    x86=X86Intrinsic("_mm512_dpbusd_epi32", mnemonics=("vpdpbusd",)),
     seed_lines="002:L131, L165 (Fig. 4a)",
+)
+
+AVXVNNI_VPDPBUSD = _descriptor(
+    "avxvnni_vpdpbusd", "x86-avx-vnni",
+    [Tensor("a", (32,), "uint8", "input"), Tensor("b", (32,), "int8", "input"), Tensor("c", (8,), "int32", "output")],
+    [("i", 0, 8, "data_parallel"), ("j", 0, 4, "reduction")],
+    "c[i]", "int32(a[4*i + j]) * int32(b[4*i + j])", "int32",
+    description="AVX-VNNI vpdpbusd ymm: 8 int32 lanes += dot of 4 uint8 x 4 int8",
+    x86=X86Intrinsic("_mm256_dpbusd_avx_epi32", "__m256i", "_mm256", 256, mnemonics=("vpdpbusd",)),
+    seed_lines="002:L131 (the VNNI expression on 256-bit registers)",
+)
+
+AVX2_VPMADDWD = _descriptor(
+    "avx2_vpmaddwd_u8s8", "x86-avx2",
+    [Tensor("a", (16,), "uint8", "input"), Tensor("b", (16,), "int8", "input"), Tensor("c", (8,), "int32", "output")],
+    [("i", 0, 8, "data_parallel"), ("j", 0, 2, "reduction")],
+    "c[i]", "int32(a[2*i + j]) * int32(b[2*i + j])", "int32",
+    description="AVX2 exact: operands widened to int16 at packing, vpmaddwd + vpaddd: 8 int32 lanes += dot of 2",
+    x86=X86Intrinsic("_mm256_add_epi32({acc}, _mm256_madd_epi16({a}, {b}))", "__m256i", "_mm256", 256,
+                     storage=(("a", "int16"), ("b", "int16")), mnemonics=("vpmaddwd", "vpaddd")),
+    seed_lines="002:L131 (a dot-product instruction with other lanes and types)",
+)
+
+AVX2_VPMADDUBSW = _descriptor(
+    "avx2_vpmaddubsw_u7s8", "x86-avx2",
+    [Tensor("a", (32,), "uint8", "input"), Tensor("b", (32,), "int8", "input"), Tensor("c", (8,), "int32", "output")],
+    [("i", 0, 8, "data_parallel"), ("j", 0, 4, "reduction")],
+    "c[i]", "int32(a[4*i + j]) * int32(b[4*i + j])", "int32",
+    description="AVX2 7-bit activations: vpmaddubsw (int16-saturating pairs) + vpmaddwd by ones + vpaddd; "
+                "exact only for activations below 128",
+    x86=X86Intrinsic("_mm256_add_epi32({acc}, _mm256_madd_epi16(_mm256_maddubs_epi16({a}, {b}), sm_ones16))",
+                     "__m256i", "_mm256", 256, setup=("const __m256i sm_ones16 = _mm256_set1_epi16(1);",),
+                     mnemonics=("vpmaddubsw", "vpmaddwd")),
+    saturation=Saturation(2, "int16"),
+    exact_ranges=(("a", 0, 127),),
+    seed_lines="002:L131 (a dot-product instruction with other lanes and types)",
 )
 
 ARM_SDOT = _descriptor(
@@ -132,7 +215,8 @@ TENSORCORE_WMMA = _descriptor(
     seed_lines="002:L133 (Fig. 4c); dtypes assumed from L59",
 )
 
-DESCRIPTORS: dict[str, InstructionDescriptor] = {d.name: d for d in (VNNI_VPDPBUSD, ARM_SDOT, TENSORCORE_WMMA)}
+DESCRIPTORS: dict[str, InstructionDescriptor] = {
+    d.name: d for d in (VNNI_VPDPBUSD, AVXVNNI_VPDPBUSD, AVX2_VPMADDWD, AVX2_VPMADDUBSW, ARM_SDOT, TENSORCORE_WMMA)}
 
 
 def register_descriptor(descriptor: InstructionDescriptor) -> InstructionDescriptor:

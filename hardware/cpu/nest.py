@@ -14,6 +14,13 @@ and the latency model consume (UNIT's Rewriter output, 002:L189-L197, L224-L236)
   parallelised; breakpoint 2 ``unroll = (level, factor)`` — loops after it are moved below the innermost
   reduction loop and unrolled (register blocking). A breakpoint (ℓ, f) splits loop ℓ of ``dp_order`` as
   (extent/f | f): the outer part lies before the breakpoint, the inner part f after it.
+  Two extensions of UNIT's space (ours): the unroll factor need not divide its loop (the last, partial
+  block is generated once more with fewer points: UNIT's residue, 002:L312, without ``likely`` guards),
+  and ``tile`` splits more loops between the breakpoints (factor dividing the loop) whose inner parts
+  are unrolled with the rest — a two-dimensional register tile such as 2 output-channel blocks × 12
+  output columns. ``reduction_block`` (ours too) runs the outermost reduction loop in blocks outside
+  all dp loops, so the operands one block reads stay in L1; each block after the first starts its
+  accumulators from the partial sums the previous block stored.
 """
 
 from __future__ import annotations
@@ -166,14 +173,27 @@ class RewrittenNest:
 
 @dataclass(frozen=True)
 class Schedule:
-    """UNIT's CPU tuning point: dp loop order and the two breakpoints (see module docstring)."""
+    """UNIT's CPU tuning point: dp loop order and the two breakpoints, plus an optional register tile
+    (see module docstring)."""
 
     dp_order: tuple[str, ...]
     parallel: tuple[int, int]  # (level, factor): fused-parallel part = loops before, outer part of loop `level`
     unroll: tuple[int, int]  # (level, factor): unrolled part = inner `factor` of loop `level` and loops after
+    tile: tuple[tuple[str, int], ...] = ()  # loops between the breakpoints whose inner `factor` is unrolled too
+    reduction_block: int = 0  # > 0: the outermost reduction loop runs in blocks of this size, outside the dp loops
 
     def to_json(self) -> dict:
-        return {"dp_order": list(self.dp_order), "parallel": list(self.parallel), "unroll": list(self.unroll)}
+        out = {"dp_order": list(self.dp_order), "parallel": list(self.parallel), "unroll": list(self.unroll)}
+        if self.tile:
+            out["tile"] = {var: factor for var, factor in self.tile}
+        if self.reduction_block:
+            out["reduction_block"] = self.reduction_block
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Schedule:
+        return cls(tuple(data["dp_order"]), tuple(data["parallel"]), tuple(data["unroll"]),
+                   tuple((data.get("tile") or {}).items()), int(data.get("reduction_block", 0)))
 
 
 @dataclass(frozen=True)
@@ -182,6 +202,7 @@ class ScheduledLoop:
     extent: int
     weight: int  # value of one step of this part in units of the loop variable
     role: str  # parallel | serial | unroll
+    tail: int = 0  # unroll part of a loop its factor does not divide: points of the last, partial block
 
 
 def split_dp_loops(extents: dict[str, int], schedule: Schedule) -> list[ScheduledLoop]:
@@ -193,13 +214,22 @@ def split_dp_loops(extents: dict[str, int], schedule: Schedule) -> list[Schedule
         raise ValueError(f"dp_order {order} is not a permutation of {sorted(extents)}")
     if not (0 <= l1 < n and 0 <= l2 < n):
         raise ValueError("breakpoint level out of range")
-    if extents[order[l1]] % f1 or extents[order[l2]] % f2:
+    if f1 < 1 or f2 < 1 or extents[order[l1]] % f1 or f2 > extents[order[l2]]:
         raise ValueError("breakpoint factor does not divide its loop")
     if l1 > l2 or (l1 == l2 and f1 % f2):
         raise ValueError("the parallel breakpoint must precede the unroll breakpoint")
+    tail = extents[order[l2]] % f2  # (when l1 == l2, f2 | f1 | extent: no residue)
+    tile = dict(schedule.tile)
+    if len(tile) != len(schedule.tile):
+        raise ValueError("a loop is tiled twice")
+    for var, t in tile.items():
+        k = order.index(var) if var in order else -1
+        if not (l1 <= k < l2) or t < 1 or (f1 if k == l1 else extents[var]) % t:
+            raise ValueError(f"tile {var}:{t} must split a loop between the breakpoints by a divisor")
     parts: list[ScheduledLoop] = []
     for k, var in enumerate(order):
         e = extents[var]
+        t = tile.get(var, 1)
         if k < l1:
             parts.append(ScheduledLoop(var, e, 1, "parallel"))
         elif k == l1 == l2:
@@ -208,12 +238,16 @@ def split_dp_loops(extents: dict[str, int], schedule: Schedule) -> list[Schedule
             parts.append(ScheduledLoop(var, f2, 1, "unroll"))
         elif k == l1:
             parts.append(ScheduledLoop(var, e // f1, f1, "parallel"))
-            parts.append(ScheduledLoop(var, f1, 1, "serial"))
+            parts.append(ScheduledLoop(var, f1 // t, t, "serial"))
+            if t > 1:
+                parts.append(ScheduledLoop(var, t, 1, "unroll"))
         elif k < l2:
-            parts.append(ScheduledLoop(var, e, 1, "serial"))
+            parts.append(ScheduledLoop(var, e // t, t, "serial"))
+            if t > 1:
+                parts.append(ScheduledLoop(var, t, 1, "unroll"))
         elif k == l2:
             parts.append(ScheduledLoop(var, e // f2, f2, "serial"))
-            parts.append(ScheduledLoop(var, f2, 1, "unroll"))
+            parts.append(ScheduledLoop(var, f2, 1, "unroll", tail))
         else:
             parts.append(ScheduledLoop(var, e, 1, "unroll"))
     return parts
@@ -224,4 +258,17 @@ def fused_extent(parts: list[ScheduledLoop]) -> int:
 
 
 def unroll_extent(parts: list[ScheduledLoop]) -> int:
+    """Points of one full unrolled block (the register tile)."""
     return math.prod(p.extent for p in parts if p.role == "unroll")
+
+
+def blocks(parts: list[ScheduledLoop]) -> list[tuple[int, int]]:
+    """(number of blocks, points per block): the full blocks, then the partial ones of a tail if any."""
+    outer = math.prod(p.extent for p in parts if p.role in ("parallel", "serial"))
+    full = unroll_extent(parts)
+    out = [(outer, full)]
+    tail = next((p for p in parts if p.tail), None)
+    if tail is not None:
+        serial = next(p for p in parts if p.var == tail.var and p.role == "serial")
+        out.append((outer // serial.extent, full // tail.extent * tail.tail))
+    return out

@@ -20,7 +20,12 @@ Arithmetic (seed 003 L256 "input bit-streaming and weight-slicing" after ISAAC; 
 element-wise error bound (input and weight quantisation, rounding of every partial and vector op,
 activation Lipschitz constants: ReLU 1, sigmoid 1/4, tanh 1; products |âb̂ − ab| ≤ |â||b̂−b| + |b||â−a|).
 The bound holds when no value saturates, the ADC is lossless and there is no device noise — the result
-says whether those conditions held.
+says whether those conditions held. Vector layers beyond the seed's run as the exact function of the
+fixed-point inputs rounded to the format (a LUT or the digital units); their bound is rigorous where a
+Lipschitz constant is known (movements exact; add/sub e₁ + e₂; max/min max(e₁, e₂); products
+|â|e_b + (|b̂| + e_b)e_a; sums and means of the reduced errors; softmax ½·max of its group's errors, since
+Σ_j |∂s_i/∂x_j| = 2s_i(1 − s_i) ≤ ½) and infinite otherwise (division, exp, log, layer norm, LRN), which
+makes ``bound_applies`` false.
 """
 
 from __future__ import annotations
@@ -33,14 +38,20 @@ import numpy as np
 from solvermap.hardware.puma import PumaSpec
 from solvermap.hardware.puma.network import (
     ACTIVATIONS,
+    MOVEMENT_KINDS,
     Layer,
     Network,
+    activation,
     conv_patches,
     layer_float,
+    lipschitz,
     mvm_inputs,
     mvm_matrices,
+    per_channel,
     pool,
     sigmoid,
+    structure,
+    vector_float,
 )
 from solvermap.hardware.puma.program import Partition
 
@@ -61,7 +72,7 @@ class FunctionalResult:
 
     @property
     def bound_applies(self) -> bool:
-        return self.saturations == 0 and self.adc_lossless and not self.noise
+        return self.saturations == 0 and self.adc_lossless and not self.noise and bool(np.isfinite(self.bound).all())
 
     @property
     def within_bound(self) -> bool:
@@ -156,9 +167,19 @@ def simulate(network: Network, partition: Partition, spec: PumaSpec, x: np.ndarr
     fx = FixedPoint(spec)
     xbar = Crossbar(spec, np.random.default_rng(seed))
     ref = {"input": np.asarray(x, dtype=np.float64)}
-    fix = {"input": fx.quantize(ref["input"])}
-    err = {"input": np.abs(fx.value(fix["input"]) - ref["input"])}
+    for name, shape in network.inputs.items():
+        ref[name] = np.resize(ref["input"], (len(ref["input"]),) + tuple(shape))
+    fix = {name: fx.quantize(value) for name, value in ref.items()}
+    err = {name: np.abs(fx.value(fix[name]) - ref[name]) for name in ref}
     layer_errors: dict[str, float] = {}
+    with np.errstate(over="ignore", invalid="ignore"):  # an unbounded error bound is inf, by design
+        _run_layers(network, partition, fx, xbar, ref, fix, err, layer_errors, exact)
+    out = network.output
+    return FunctionalResult(fx.value(fix[out]), ref[out], err[out], fx.saturations, xbar.lossless,
+                            spec.crossbar.noise_sigma > 0, layer_errors)
+
+
+def _run_layers(network, partition, fx, xbar, ref, fix, err, layer_errors, exact) -> None:
     for layer in network.layers:
         rin = [ref[n] for n in layer.inputs]
         qin = [fix[n] for n in layer.inputs]
@@ -171,10 +192,8 @@ def simulate(network: Network, partition: Partition, spec: PumaSpec, x: np.ndarr
         else:
             ref[layer.name] = layer_float(layer, rin)
             fix[layer.name], err[layer.name] = _vector_layer(layer, fx, rin, qin, ein)
+        err[layer.name] = np.nan_to_num(err[layer.name], nan=np.inf, posinf=np.inf)  # inf · 0 of an unbounded input stays unbounded
         layer_errors[layer.name] = float(np.abs(fx.value(fix[layer.name]) - ref[layer.name]).max())
-    out = network.output
-    return FunctionalResult(fx.value(fix[out]), ref[out], err[out], fx.saturations, xbar.lossless,
-                            spec.crossbar.noise_sigma > 0, layer_errors)
 
 
 # --------------------------------------------------------------------------- MVM layers
@@ -187,8 +206,8 @@ def _blocks(layer: Layer, partition: Partition, shapes: list[tuple[int, int]]):
         for b in blocks:
             if b.position == p:
                 covered[b.out_range[0]:b.out_range[1], b.in_range[0]:b.in_range[1]] += 1
-        if not np.all(covered == 1):
-            raise ValueError(f"partition of {layer.name} does not cover matrix {p} exactly once")
+        if covered.max(initial=0) > 1 or not np.all(covered[structure(layer, p)] == 1):
+            raise ValueError(f"partition of {layer.name} does not cover matrix {p}'s weights exactly once")
     return blocks
 
 
@@ -280,8 +299,9 @@ def _vector_layer(layer, fx, rin, qin, ein):
         fn = layer.attrs["fn"]
         if fn == "relu":
             return np.maximum(q, 0), e
-        lipschitz = 0.25 if fn == "sigmoid" else 1.0
-        return fx.lut(ACTIVATIONS[fn], q), lipschitz * e + fx.half
+        constant = lipschitz(layer)
+        out = fx.lut(lambda v: activation(layer, v), q)
+        return out, (constant * e + fx.half) if constant is not None else np.full(e.shape, np.inf)
     if kind == "maxpool":
         qf = pool(q.astype(np.float64), layer, np.max).astype(np.int64)
         return qf, pool(e, layer, np.max)
@@ -297,11 +317,8 @@ def _vector_layer(layer, fx, rin, qin, ein):
     if kind == "add":
         return fx.saturate(qin[0] + qin[1]), ein[0] + ein[1]
     if kind in ("normalize", "affine"):
-        scale = np.asarray(layer.attrs["scale"], dtype=np.float64)
-        shift = np.asarray(layer.attrs["shift"], dtype=np.float64)
-        shape = (1, -1) + (1,) * (x.ndim - 2) if scale.ndim else ()
-        scale_r = scale.reshape(shape) if shape else scale
-        shift_r = shift.reshape((1, -1) + (1,) * (x.ndim - 2)) if shift.ndim else shift
+        scale_r = per_channel(x, layer.attrs["scale"])
+        shift_r = per_channel(x, layer.attrs["shift"])
         sq, tq = fx.quantize(scale_r), fx.quantize(shift_r)
         if kind == "normalize":
             centred = fx.saturate(q - tq)
@@ -312,7 +329,35 @@ def _vector_layer(layer, fx, rin, qin, ein):
         out = fx.saturate(fx.rescale(q * sq) + tq)
         bound = np.abs(fx.value(sq)) * e + np.abs(x) * np.abs(scale_r - fx.value(sq)) + np.abs(shift_r - fx.value(tq)) + fx.half
         return out, bound
-    raise ValueError(f"no fixed-point rule for layer kind {kind!r}")
+    return _digital_layer(layer, fx, rin, qin, ein)
+
+
+def _digital_layer(layer, fx, rin, qin, ein):
+    """The vector kinds beyond the seed's: the exact function of the fixed-point inputs, rounded."""
+    kind, a = layer.kind, layer.attrs
+    values = [fx.value(q) for q in qin]
+    if kind in MOVEMENT_KINDS:  # exact: the same movement of values and of their error bounds
+        moved = vector_float(layer, [q.astype(np.float64) for q in qin])
+        return moved.astype(np.int64), vector_float(layer, ein)
+    out = fx.quantize(vector_float(layer, values))
+    e1 = ein[0]
+    if kind == "binary" and a["op"] in ("add", "sub"):
+        bound = e1 + ein[1]
+    elif kind == "binary" and a["op"] in ("max", "min"):
+        bound = np.maximum(e1, ein[1]) + 0.0
+    elif kind == "binary" and a["op"] == "mul":
+        bound = np.abs(values[0]) * ein[1] + (np.abs(values[1]) + ein[1]) * e1 + fx.half
+    elif kind == "matmul":
+        bound = np.matmul(np.abs(values[0]), ein[1]) + np.matmul(e1, np.abs(values[1]) + ein[1]) + fx.half
+    elif kind == "reduce" and a["fn"] in ("sum", "mean", "max", "min"):
+        axes = tuple(k + 1 for k in a["axes"])
+        reduce = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.max}[a["fn"]]
+        bound = reduce(e1, axis=axes, keepdims=True).reshape(out.shape) + fx.half
+    elif kind == "softmax" and not a.get("log"):
+        bound = 0.5 * np.broadcast_to(e1.max(axis=a["axis"] + 1, keepdims=True), e1.shape) + fx.half
+    else:
+        bound = np.full(out.shape, np.inf)
+    return out, np.broadcast_to(bound, out.shape)
 
 
 __all__ = ["FunctionalResult", "simulate", "Crossbar", "FixedPoint", "conv_patches"]

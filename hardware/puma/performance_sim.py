@@ -25,6 +25,8 @@ adds its partial after its MVM and the previous block's sum, on its own core's A
 the previous step's hidden state; the count-based synchronisation of tile memory (L74, L85) makes the
 store of inference i+1 wait until every load of inference i of that location is done. Successive
 inferences enter as soon as the input tile may rewrite its buffers (the driver's pipelining, L213–L218).
+Transfers of vector layers (an add's or a product's operands, a softmax's groups) are recorded under the
+next MVM layer and move before its MVMs; those after the last MVM layer move before the output.
 
 Energy per inference: MVMs (``input_steps`` × ``weight_slices`` physical crossbar bit-steps plus one ADC
 conversion per column per step and slice), ALU operations, tile-memory accesses, flit-hops, plus tile
@@ -259,6 +261,13 @@ def simulate(partition: Partition, placement: PumaPlacement, communication: Comm
                     for n in names:
                         produced[(n, i, k)] = start + d
         out_ready = 0.0
+        for v in partition.values:  # vector work after the last MVM layer, then the model output
+            if v.kind == "operand" and v.layer == "output":
+                src = layer_of(v.source)
+                pk = n_chunks[src] - 1 if src is not None else 0
+                t0 = produced.get((v.source, i, pk), start_inference[-1])
+                for _, t in transfer(v, 0, i, t0, 1.0).items():
+                    out_ready = max(out_ready, t)
         for v in partition.values:
             if v.kind == "output":
                 pk = n_chunks[layer_of(v.source)] - 1

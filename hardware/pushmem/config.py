@@ -9,8 +9,10 @@ in array cycles (cycles during which the array is not stalled) — stored expand
 affine coefficients / recurrence deltas of Fig. 5, which generate the same sequence.
 
 * :class:`Kernel` — a PE pipeline (001:L291, L299): fires at its program's cycles, reads one value from
-  each operand wire, applies its expression, and ``latency`` array cycles later drives its output wire.
-  A reduction kernel keeps one accumulator, reset at the first reduction step and emitted at the last.
+  each operand wire, applies its expression, and ``latency`` array cycles later drives its output wire
+  with the result in the written tensor's dtype. A reduction kernel keeps one accumulator, started at the
+  first reduction step — from zero, or from its *carry* operand, the previous version of the element (an
+  init's value) — and emitted at the last.
 * :class:`GlobalInput` / :class:`GlobalOutput` — streams between the global buffer and the array
   (001:L299-L301): an input stream drives a wire with the programmed elements of an input tensor; an
   output stream captures a kernel's output wire into an output tensor.
@@ -21,14 +23,18 @@ affine coefficients / recurrence deltas of Fig. 5, which generate the same seque
   buffer (TB) that drives a wire lane by lane (001:L160-L176). ``writes`` is a tuple so that a buffer
   with several producers (an init and an update statement) gets one AGG stream per producer.
 
-Element tags: every value on a wire carries the element it is (``tag = tensor id · 2^40 + flat index``),
-so the simulator can name a read of the wrong value; the hardware carries only the value.
+Element tags: every value on a wire carries the element it is and which write of it (``tag = tensor id ·
+2^48 + version · 2^40 + flat index``; the version is the producer's position among the statements writing
+the tensor), so the simulator can name a read of the wrong value — also of the right element written by
+the wrong statement; the hardware carries only the value.
 
-Several producers of one buffer (an init and an update statement writing the same tensor): each producer
-kernel drives its own input wire (``<tensor>.in`` today, one per producer then), each memory of the buffer
-gets one :class:`WriteStream` per producer (its own AGG, counted against the tile's input ports), and a
-tap names the input wire it hangs from. The simulator already loops over ``Memory.writes`` and tile
-ports; what such buffers add is a version in the tag (which write of the element a reader expects).
+Several producers of one tensor (an init and its update statements). The mapper gives every version its
+own unified buffer (``mappers/pushmem/versions.py``): each producer kernel drives its own input wire
+(``<tensor>~<producer>.in``), its memories hold that version only, and a read names the version it
+expects. Sharing one SRAM between versions would save storage only where a version outlives the next
+one's first write; an update reads the previous version into its accumulator before it writes, so the
+carry is mostly a wire or a shift register. ``Memory.writes`` stays a tuple (one AGG stream per input port
+of a physical buffer); the mapper gives each memory one.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-TAG_SHIFT = 40
+TAG_SHIFT = 40  # element bits of a value tag
+VERSION_BITS = 8  # version bits above them; the tensor id above those
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +64,7 @@ class Operand:
     tensor: str
     wire: str  # the wire the kernel's input is connected to
     elements: np.ndarray  # per firing of the kernel: the element its access map requires (for the tag check)
+    version: int = 0  # which producer's write of the element it requires
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,8 +77,10 @@ class Kernel:
     operands: tuple[Operand, ...]
     output: str  # tensor written
     out_elements: np.ndarray  # per firing: element written
-    first: np.ndarray | None = None  # per firing: accumulator reset (reduction kernels only)
+    first: np.ndarray | None = None  # per firing: accumulator started (reduction kernels only)
     last: np.ndarray | None = None  # per firing: accumulator emitted
+    version: int = 0  # which producer of ``output`` this kernel is
+    carry: Operand | None = None  # the previous value of the element, read when the accumulator starts
 
     @property
     def wire(self) -> str:
@@ -90,6 +100,7 @@ class GlobalOutput:
     tensor: str
     wire: str
     program: Firings
+    version: int = 0  # the producer whose writes are the output's last ones
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,7 @@ class Memory:
     fragments: tuple[tuple[int, int], ...]  # chained pieces: (tile, first row) each, in address order
     writes: tuple[WriteStream, ...]
     reads: tuple[ReadStream, ...]
+    version: int = 0  # which producer of ``tensor`` wrote the values it holds
 
     @property
     def words(self) -> int:

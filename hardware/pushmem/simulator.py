@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from solvermap.hardware.pushmem.config import TAG_SHIFT, Configuration, Memory
+from solvermap.hardware.pushmem.config import TAG_SHIFT, VERSION_BITS, Configuration, Memory
 from solvermap.ir.loopnest import NUMPY_DTYPES, Cast, Const, Load, evaluate
 
 HAZARDS = ("read-before-write", "operand-mismatch", "capture-mismatch", "stale-read", "pe-conflict",
@@ -122,32 +122,49 @@ def _wrap_fn(dtype: str):
 
 _OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "shr": lambda a, b: a >> b, "shl": lambda a, b: a << b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b,
 }
 
 
 def compile_expr(expr, dtype: str):
     """A function of the operand values (in ``loads`` order) that reproduces ``loopnest.evaluate``."""
 
-    def build(e, wrap):
+    def build(e, context: str):
+        wrap = _wrap_fn(context)
+        np_dtype = np.dtype(NUMPY_DTYPES[context])
+        integer, bits = bool(np.issubdtype(np_dtype, np.integer)), np_dtype.itemsize * 8
         if isinstance(e, Const):
             c = wrap(e.value)
             return lambda ops: c
         if isinstance(e, Load):
             return lambda ops: wrap(next(ops))
         if isinstance(e, Cast):
-            inner, w2 = build(e.arg, _wrap_fn(e.dtype)), _wrap_fn(e.dtype)
+            inner, w2 = build(e.arg, e.dtype), _wrap_fn(e.dtype)
             return lambda ops: w2(inner(ops))
-        args = [build(a, wrap) for a in e.args]
+        args = [build(a, context) for a in e.args]
         op = e.op
         if op in _OPS:
             f, a0, a1 = _OPS[op], args[0], args[1]
             return lambda ops: wrap(f(a0(ops), a1(ops)))
+        if op == "div" and not integer:
+            def true_div(ops):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return wrap(np.divide(np.float64(args[0](ops)), np.float64(args[1](ops))))
+            return true_div
         if op == "div":
             def div(ops):
                 a, b = args[0](ops), args[1](ops)
                 return wrap(a // b) if b != 0 else 0
             return div
+        if op in ("shr", "shl"):  # NumPy's shifts: a count outside [0, bits) shifts every bit out
+            a0, a1, right = args[0], args[1], op == "shr"
+
+            def shift(ops):
+                a, b = a0(ops), a1(ops)
+                if 0 <= b < bits:
+                    return wrap(a >> b if right else a << b)
+                return -1 if right and a < 0 else 0
+            return shift
         if op == "max":
             return lambda ops: max(args[0](ops), args[1](ops))
         if op == "min":
@@ -168,7 +185,7 @@ def compile_expr(expr, dtype: str):
             return clamp
         raise ValueError(f"unknown operator {op!r}")
 
-    fn = build(expr, _wrap_fn(dtype))
+    fn = build(expr, dtype)
     return lambda values: fn(iter(values))
 
 
@@ -344,26 +361,32 @@ class _GlobalBuffer:
             self.freed[k] = wall + 1
 
 
-def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> SimulationResult:
+def simulate(config: Configuration, inputs: dict[str, np.ndarray],
+             reference: dict[str, np.ndarray] | None = None) -> SimulationResult:
+    """Run ``config`` on ``inputs``; outputs are compared with ``reference`` (default: the golden model of the
+    configured program; a mapper that rewrote the program passes the outputs of the program as written)."""
     program, lim = config.program, config.limits
     hazard = _Hazards()
     _load_checks(config, hazard)
-    golden = evaluate(program, inputs)
+    golden = reference if reference is not None else evaluate(program, inputs)
     tid = config.tensor_ids()
     names = sorted(program.tensors)
     input_ids = {tid[t.name] for t in program.inputs}
 
-    def tags(tensor: str, elements: np.ndarray) -> np.ndarray:
-        return (tid[tensor] << TAG_SHIFT) + np.asarray(elements, dtype=np.int64)
+    tensor_shift = TAG_SHIFT + VERSION_BITS
+
+    def tags(tensor: str, elements: np.ndarray, version: int = 0) -> np.ndarray:
+        return ((tid[tensor] << tensor_shift) + (int(version) << TAG_SHIFT)) + np.asarray(elements, dtype=np.int64)
 
     def name_of(tag: int) -> str:
-        return f"{names[tag >> TAG_SHIFT]}[{tag & ((1 << TAG_SHIFT) - 1)}]"
+        version = (tag >> TAG_SHIFT) & ((1 << VERSION_BITS) - 1)
+        return f"{names[tag >> tensor_shift]}[{tag & ((1 << TAG_SHIFT) - 1)}]" + (f" (write {version + 1})" if version else "")
 
     produced: dict[int, int] = {}  # tag → array cycle its kernel drove it onto a wire
 
     def missing(tag: int, cycle: int) -> bool:
         """True when the element has not been produced yet (inputs are always there)."""
-        if tag >> TAG_SHIFT in input_ids:
+        if tag >> tensor_shift in input_ids:
             return False
         t = produced.get(tag)
         return t is None or t > cycle
@@ -373,9 +396,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     k_fn = [compile_expr(k.expr, k.dtype) for k in kernels]
     k_wrap = [_wrap_fn(k.dtype) for k in kernels]
     k_wires = [[op.wire for op in k.operands] for k in kernels]
-    k_want = [np.stack([tags(op.tensor, op.elements) for op in k.operands], axis=1) if k.operands
+    k_want = [np.stack([tags(op.tensor, op.elements, op.version) for op in k.operands], axis=1) if k.operands
               else np.zeros((len(k.issue), 0), dtype=np.int64) for k in kernels]
-    k_out = [tags(k.output, k.out_elements) for k in kernels]
+    k_out = [tags(k.output, k.out_elements, k.version) for k in kernels]
+    k_store = [_wrap_fn(program.tensor(k.output).dtype) for k in kernels]  # the written tensor's dtype
+    k_carry = [(k.carry.wire, tags(k.carry.tensor, k.carry.elements, k.carry.version)) if k.carry is not None else None
+               for k in kernels]
     k_acc: list[int] = [0] * len(kernels)
     k_prev: list[int | None] = [None] * len(kernels)
     issue = _Timeline([(k.issue, i) for i, k in enumerate(kernels)])
@@ -383,11 +409,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
     # ---- global-buffer streams
     gin = config.inputs
     gin_tags = [tags(g.tensor, g.program.elements) for g in gin]
-    gin_vals = [np.asarray(inputs[g.tensor]).ravel()[g.program.elements].astype(np.int64) for g in gin]
+    gin_vals = [np.asarray(inputs[g.tensor]).astype(NUMPY_DTYPES[program.tensor(g.tensor).dtype]).ravel()[g.program.elements]
+                for g in gin]  # in the input's dtype; .item() gives the Python int or float a wire carries
     gin_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gin)])
     outputs = {t.name: np.zeros(t.shape, dtype=NUMPY_DTYPES[t.dtype]) for t in program.outputs}
     gout = config.outputs
-    gout_tags = [tags(g.tensor, g.program.elements) for g in gout]
+    gout_tags = [tags(g.tensor, g.program.elements, g.version) for g in gout]
     gout_ev = _Timeline([(g.program.times, i) for i, g in enumerate(gout)])
     captured = {g.tensor: np.zeros(program.tensor(g.tensor).size, dtype=bool) for g in gout}
 
@@ -410,12 +437,12 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
         last = np.full(top + 1, -1, dtype=np.int64)
         for ws in mem.writes:
             s_tile, s_row, s_ok = ag.of(ws.sram_words)
-            writes.append((m, ws, ag.of(ws.words)[0], tags(mem.tensor, ws.lanes.elements), s_tile, s_row, s_ok))
+            writes.append((m, ws, ag.of(ws.words)[0], tags(mem.tensor, ws.lanes.elements, mem.version), s_tile, s_row, s_ok))
             lanes_per_word.append(np.bincount(ws.words, minlength=top + 1))
             sram_programs.append((ws.sram_times, len(writes) - 1))
         for rs in mem.reads:
             s_tile, s_row, s_ok = ag.of(rs.sram_words)
-            reads.append((m, rs, ag.of(rs.words)[0], tags(mem.tensor, rs.lanes.elements), s_tile, s_row, s_ok))
+            reads.append((m, rs, ag.of(rs.words)[0], tags(mem.tensor, rs.lanes.elements, mem.version), s_tile, s_row, s_ok))
             sram_programs.append((rs.sram_times, -len(reads)))
             np.maximum.at(last, rs.sram_words, rs.sram_times)
         last_fetch.append(last)
@@ -466,7 +493,7 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
             captured[gout[g].tensor][element] = True
         # 3. global-buffer input streams drive their wires
         for g, i in gin_ev.at(t):
-            wires[gin[g].name] = (int(gin_tags[g][i]), int(gin_vals[g][i]))
+            wires[gin[g].name] = (int(gin_tags[g][i]), gin_vals[g][i].item())
         glb.read(t, wall)
         # 4. SRAM port: AGG → SRAM writes, SRAM → TB fetches; one access per tile per cycle
         per_tile: dict[int, int] = {}
@@ -579,11 +606,23 @@ def simulate(config: Configuration, inputs: dict[str, np.ndarray]) -> Simulation
             result = k_fn[k](values)
             counts["pe_ops"] += 1
             if kern.last is not None:
-                k_acc[k] = result if kern.first[i] else k_wrap[k](k_acc[k] + result)
+                if kern.first[i]:
+                    start = 0
+                    if k_carry[k] is not None:  # the accumulator starts from the element's previous value
+                        wire, want = k_carry[k][0], int(k_carry[k][1][i])
+                        got = wires.get(wire)
+                        if got is None or got[0] != want:
+                            hazard("read-before-write" if missing(want, t) else "operand-mismatch", t, kern.name,
+                                   f"carry wants {name_of(want)} on {wire}, it carries {name_of(got[0]) if got else 'nothing'}")
+                        else:
+                            start = k_wrap[k](got[1])
+                    k_acc[k] = k_wrap[k](start + result)
+                else:
+                    k_acc[k] = k_wrap[k](k_acc[k] + result)
                 if not kern.last[i]:
                     continue
                 result = k_acc[k]
-            pipe.setdefault(t + kern.latency, []).append((kern.wire, int(k_out[k][i]), result))
+            pipe.setdefault(t + kern.latency, []).append((kern.wire, int(k_out[k][i]), k_store[k](result)))
         # 9. word accesses per tile
         for tile, n in word_access.items():
             counts["word_accesses"] += n

@@ -189,9 +189,11 @@ def detached(net: TensorNetwork) -> TensorNetwork:
 
 def register_trained(name: str, description: str, trained: Callable[[str, int, int], TensorNetwork]) -> None:
     """Register a trained network as an approxhpvm workload with its ``seed`` and ``epochs`` parameters."""
-    from solvermap.ir.workloads import register
+    from solvermap.ir.workloads import Param, register, seed_param
 
-    @register(name, "approxhpvm", description, params={"seed": 0, "epochs": 0})
+    @register(name, "approxhpvm", description, params={
+        "seed": seed_param("seed of the weight initialisation and the training order"),
+        "epochs": Param(0, "training epochs; 0 = the network's own default", 0, 1000)})
     def builder(seed: int = 0, epochs: int = 0) -> TensorNetwork:
         return trained(name, int(seed), int(epochs))
 

@@ -24,11 +24,13 @@ tests check it against the golden executor :func:`~solvermap.ir.loopnest.evaluat
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from solvermap.errors import InputError
 from solvermap.ir.loopnest import Program, Tensor, statement
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, register
 
 # Table I (002:L326-L333): C, IHW, K, R=S, stride (OHW follows).
 TABLE_I = (
@@ -97,19 +99,42 @@ def conv2d_reference(data: np.ndarray, weight: np.ndarray, stride: int) -> np.nd
     return gemm.astype(np.int64).astype(np.int32).reshape(K, ohw, ohw)
 
 
-def conv2d_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic full-range inputs: data over its dtype range, weights over int8 (or int16 clipped)."""
+def conv2d_inputs(program: Program, seed: int = 0,
+                  ranges: dict[str, tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
+    """Deterministic inputs: data over its dtype range, weights over int8 (or int16 clipped to
+    -128..255); ``ranges`` narrows a tensor to ``(lo, hi)`` inclusive (7-bit activations: (0, 127))."""
     rng = np.random.default_rng(seed)
     out = {}
     for tensor in program.inputs:
         info = np.iinfo(np.dtype(tensor.dtype))
         lo, hi = max(info.min, -128), min(info.max, 255)
+        if ranges and tensor.name in ranges:
+            lo, hi = max(lo, ranges[tensor.name][0]), min(hi, ranges[tensor.name][1])
         out[tensor.name] = rng.integers(lo, hi + 1, size=tensor.shape).astype(tensor.dtype)
     return out
 
 
+INTEGER_DTYPES = ("uint8", "int8", "uint16", "int16", "int32")
+
+
 def _conv_params(C, IHW, K, R, stride) -> dict:
-    return {"C": C, "K": K, "IHW": IHW, "R": R, "stride": stride, "data_dtype": "uint8", "weight_dtype": "int8"}
+    return {"C": Param(C, "input channels", 1, 8192), "K": Param(K, "output channels (filters)", 1, 8192),
+            "IHW": Param(IHW, "input height = width, padding included", 1, 8192),
+            "R": Param(R, "kernel height = width", 1, 31), "stride": Param(stride, "stride", 1, 16),
+            "data_dtype": Param("uint8", "activation dtype", choices=INTEGER_DTYPES),
+            "weight_dtype": Param("int8", "weight dtype", choices=INTEGER_DTYPES)}
+
+
+def conv2d_bytes(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str, **_: Any):
+    """Memory a run holds at least: data, weights and int32 output, and the float64 im2col matrix and
+    product of the reference (:func:`conv2d_reference`), counted for the square layer these C, K, IHW, R and
+    stride give (the other layer-shape parameters are not counted: a lower estimate)."""
+    ohw = max(0, (IHW - R) // stride + 1)
+    size = {d: np.dtype(d).itemsize for d in INTEGER_DTYPES}
+    tensors = C * IHW * IHW * size[data_dtype] + K * C * R * R * size[weight_dtype] + 4 * K * ohw * ohw
+    reference = 8 * (C * R * R * ohw * ohw + K * ohw * ohw)
+    return [(f"workload.C={C}, K={K}, IHW={IHW}, R={R}, stride={stride}: tensors and the im2col reference",
+             tensors + reference)]
 
 
 def _register_table_layer(index: int, row: tuple) -> None:
@@ -120,7 +145,7 @@ def _register_table_layer(index: int, row: tuple) -> None:
         return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
 
     register(name, "cpu", f"UNIT Table I layer #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride} "
-             f"(002:L326-L333)", params=_conv_params(C, IHW, K, R, stride))(build)
+             f"(002:L326-L333)", params=_conv_params(C, IHW, K, R, stride), estimate=conv2d_bytes)(build)
 
 
 def _register_resnet_layer(index: int, row: tuple) -> None:
@@ -131,7 +156,7 @@ def _register_resnet_layer(index: int, row: tuple) -> None:
         return conv2d_program(name, C, K, IHW, R, stride, data_dtype, weight_dtype)
 
     register(name, "cpu", f"ResNet-18 conv #{index}: C={C} IHW={IHW} K={K} R=S={R} stride={stride}",
-             params=_conv_params(C, IHW, K, R, stride))(build)
+             params=_conv_params(C, IHW, K, R, stride), estimate=conv2d_bytes)(build)
 
 
 for _i, _row in enumerate(TABLE_I, start=1):
@@ -140,7 +165,34 @@ for _i, _row in enumerate(RESNET18, start=1):
     _register_resnet_layer(_i, _row)
 
 
-@register("conv2d", "cpu", "quantized 2-D convolution of any shape (uint8 data, int8 weights, int32 out)",
-          params=_conv_params(64, 16, 64, 3, 1))
-def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str) -> Program:
-    return conv2d_program("conv2d", C, K, IHW, R, stride, data_dtype, weight_dtype)
+@register("conv2d", "cpu", "quantized 2-D convolution of any shape: C, K, R x S filters, P x Q outputs, batch N, "
+          "groups G, strides, dilations (uint8 data, int8 weights, int32 out)",
+          params={**_conv_params(64, 16, 64, 3, 1),
+                  "S": Param(None, "kernel height (default: R)"), "P": Param(None, "output width (default: from IHW)"),
+                  "Q": Param(None, "output height (default: from IHW)"), "N": Param(1, "batch", 1, 4096),
+                  "G": Param(1, "groups", 1, 8192), "Wstride": Param(None, "width stride (default: stride)"),
+                  "Hstride": Param(None, "height stride (default: stride)"), "Wdilation": Param(1, "width dilation", 1, 64),
+                  "Hdilation": Param(1, "height dilation", 1, 64)},
+          estimate=conv2d_bytes)
+def conv2d(C: int, K: int, IHW: int, R: int, stride: int, data_dtype: str, weight_dtype: str, S: int | None = None,
+           P: int | None = None, Q: int | None = None, N: int = 1, G: int = 1, Wstride: int | None = None,
+           Hstride: int | None = None, Wdilation: int = 1, Hdilation: int = 1) -> Program:
+    """The layer-shape parameters (:mod:`solvermap.ir.layer_shapes`: R filter width, S height, P output width, Q
+    height, the input padded to what they need); P and Q default to what an IHW × IHW padded input gives,
+    S to R, the strides to ``stride``. With the defaults this is the square Table I nest."""
+    from solvermap.ir.layer_shapes import conv_program as layer_program, shape_of
+
+    w_stride, h_stride = Wstride or stride, Hstride or stride
+    filter_h = S or R
+    for field, value in (("IHW", IHW), ("R", R), ("stride", stride), ("Wstride", w_stride), ("Hstride", h_stride)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError("conv2d", f"workload.{field}", f"must be a positive integer, got {value!r}")
+    if P is None:
+        P = (IHW - (R - 1) * Wdilation - 1) // w_stride + 1
+    if Q is None:
+        Q = (IHW - (filter_h - 1) * Hdilation - 1) // h_stride + 1
+    if P < 1 or Q < 1:
+        raise InputError("conv2d", "workload.IHW", f"input size {IHW} is smaller than the (dilated) filter")
+    dims = {"C": C, "K": K, "R": R, "S": filter_h, "P": P, "Q": Q, "N": N, "G": G, "Wstride": w_stride, "Hstride": h_stride,
+            "Wdilation": Wdilation, "Hdilation": Hdilation, "dtypes": {"input": data_dtype, "weight": weight_dtype}}
+    return layer_program(shape_of(dims, "conv2d", "workload", "conv2d"), "conv2d")

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from solvermap.errors import InputError
 from solvermap.ir.graph import DataflowGraph
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, register
 from solvermap.ir.workloads.plasticine_vbdfg import LANES, Actor, AppBuilder, Value
 
 FAMILY = "plasticine"
+
+
+def _par(default: int, limit: int) -> Param:
+    return Param(default, "parallelization factor: copies of the inner body (the app's own limit)", 1, limit)
 
 
 def _check_par(par: int, limit: int) -> int:
@@ -34,7 +38,7 @@ def _mac_tree(actor: Actor, products: list[Value]) -> Value:
 # ---------------------------------------------------------------------- DRAM-bound streaming apps
 
 
-@register("dotproduct", FAMILY, "inner product of two 1048576-element vectors (Table 3.1)", params={"par": 4})
+@register("dotproduct", FAMILY, "inner product of two 1048576-element vectors (Table 3.1)", params={"par": _par(4, 16)})
 def dotproduct(par: int = 4, n: int = 1048576) -> DataflowGraph:
     """par copies of (a·b, lane reduce) from 2·par DRAM streams, an adder tree, one accumulator.
     (par > 8 needs more than the 16 DAGs of the base target; merging then reports it.)"""
@@ -51,7 +55,7 @@ def dotproduct(par: int = 4, n: int = 1048576) -> DataflowGraph:
     return app.finish()
 
 
-@register("outerproduct", FAMILY, "outer product of two 1024-element vectors (Table 3.1)", params={"par": 4})
+@register("outerproduct", FAMILY, "outer product of two 1024-element vectors (Table 3.1)", params={"par": _par(4, 8)})
 def outerproduct(par: int = 4, n: int = 1024) -> DataflowGraph:
     """Vectors a, b loaded into SRAMs; par copies of c[i, j:j+16] = a[i]·b[j:j+16] streamed to DRAM."""
     _check_par(par, 8)
@@ -86,7 +90,7 @@ def _cndf(body: Actor, x: Value) -> Value:
     return body.op("mux", sign, body.op("sub", 1.0, n), n)
 
 
-@register("blackscholes", FAMILY, "Black-Scholes option pricing on 1048576 options (Table 3.1)", params={"par": 1})
+@register("blackscholes", FAMILY, "Black-Scholes option pricing on 1048576 options (Table 3.1)", params={"par": _par(1, 4)})
 def blackscholes(par: int = 1, n: int = 1048576) -> DataflowGraph:
     """par copies of the pricing body (6 unpacks of an option record + 49 ops); the options are an array
     of 6-word records, one DRAM stream per copy in and one out."""
@@ -112,7 +116,7 @@ def blackscholes(par: int = 1, n: int = 1048576) -> DataflowGraph:
     return app.finish()
 
 
-@register("tpchq6", FAMILY, "TPC-H query 6 over 1048576 line items (Table 3.1)", params={"par": 2})
+@register("tpchq6", FAMILY, "TPC-H query 6 over 1048576 line items (Table 3.1)", params={"par": _par(2, 4)})
 def tpchq6(par: int = 2, n: int = 1048576) -> DataflowGraph:
     """Filter (5 compares, 4 ands) and masked revenue sum; par copies, tree, accumulator."""
     _check_par(par, 4)
@@ -133,7 +137,7 @@ def tpchq6(par: int = 2, n: int = 1048576) -> DataflowGraph:
 
 
 @register("lattice", FAMILY, "lattice regression (2^4-vertex lattice) on 1048576 samples (Table 3.1)",
-          params={"par": 1})
+          params={"par": _par(1, 3)})
 def lattice(par: int = 1, n: int = 1048576, dims: int = 4) -> DataflowGraph:
     """Multilinear interpolation: 4 complements, 28-mul weight tree, 16 weighted params, 15-add tree."""
     _check_par(par, 3)
@@ -150,7 +154,7 @@ def lattice(par: int = 1, n: int = 1048576, dims: int = 4) -> DataflowGraph:
     return app.finish()
 
 
-@register("gda", FAMILY, "Gaussian discriminant analysis, 1024 samples x 127 features (Table 3.1)", params={"par": 2})
+@register("gda", FAMILY, "Gaussian discriminant analysis, 1024 samples x 127 features (Table 3.1)", params={"par": _par(2, 8)})
 def gda(par: int = 2, rows: int = 1024, cols: int = 127) -> DataflowGraph:
     """sub = x_r − μ_{y_r} into an SRAM, then sigma[i, :] += sub[i]·sub (par rows of sigma at a time)."""
     _check_par(par, 8)
@@ -179,7 +183,7 @@ def gda(par: int = 2, rows: int = 1024, cols: int = 127) -> DataflowGraph:
     return app.finish()
 
 
-@register("gemm", FAMILY, "general matrix multiply 256x256x256 (Table 3.1)", params={"par": 4})
+@register("gemm", FAMILY, "general matrix multiply 256x256x256 (Table 3.1)", params={"par": _par(4, 16)})
 def gemm(par: int = 4, n: int = 256, tile: int = 64) -> DataflowGraph:
     """Tiled C += A·B: for k, i (par rows), j vector: C[i, j] += A[i, k]·B[k, j]; B row broadcast."""
     _check_par(par, 16)
@@ -202,7 +206,7 @@ def gemm(par: int = 4, n: int = 256, tile: int = 64) -> DataflowGraph:
     return app.finish()
 
 
-@register("kmeans", FAMILY, "k-means, k=64, dim=64, n=8192, 2 iterations (Table 3.1)", params={"par": 2})
+@register("kmeans", FAMILY, "k-means, k=64, dim=64, n=8192, 2 iterations (Table 3.1)", params={"par": _par(2, 8)})
 def kmeans(par: int = 2, k: int = 64, dim: int = 64, n: int = 8192, iters: int = 2) -> DataflowGraph:
     """Distances to par centroids at a time (4 vectors per point), min/argmin, centroid update."""
     _check_par(par, 8)
@@ -237,7 +241,7 @@ def kmeans(par: int = 2, k: int = 64, dim: int = 64, n: int = 8192, iters: int =
     return app.finish()
 
 
-@register("logreg", FAMILY, "logistic regression, 8192 x 128, 4 iterations (Table 3.1)", params={"par": 4})
+@register("logreg", FAMILY, "logistic regression, 8192 x 128, 4 iterations (Table 3.1)", params={"par": _par(4, 8)})
 def logreg(par: int = 4, n: int = 8192, dim: int = 128, iters: int = 4) -> DataflowGraph:
     """dot(x, w) over dim/16 vectors (par at a time), sigmoid, gradient x·(y − σ), weight update."""
     _check_par(par, 8)
@@ -272,7 +276,7 @@ def logreg(par: int = 4, n: int = 8192, dim: int = 128, iters: int = 4) -> Dataf
     return app.finish()
 
 
-@register("sgd", FAMILY, "single-layer SGD, 16384 x 64, 10 epochs (Table 3.1)", params={"par": 4})
+@register("sgd", FAMILY, "single-layer SGD, 16384 x 64, 10 epochs (Table 3.1)", params={"par": _par(4, 4)})
 def sgd(par: int = 4, n: int = 16384, dim: int = 64, epochs: int = 10) -> DataflowGraph:
     """Per sample: dot(x, w) over dim/16 vectors (par at a time), error, w += α·err·x (loop-carried w)."""
     _check_par(par, 4)
@@ -360,19 +364,19 @@ def _rnn(name: str, gates: int, par: int, hidden: int, steps: int) -> DataflowGr
     return app.finish()
 
 
-@register("lstm", FAMILY, "LSTM, 1 layer, 1024 hidden units, 10 time steps (Table 3.1)", params={"par": 2})
+@register("lstm", FAMILY, "LSTM, 1 layer, 1024 hidden units, 10 time steps (Table 3.1)", params={"par": _par(2, 8)})
 def lstm(par: int = 2, hidden: int = 1024, steps: int = 10) -> DataflowGraph:
     """4 gate MVMs (8-bit packed weights, 8 MiB) and the element-wise cell: σ, tanh, c and h update."""
     return _rnn("lstm", 4, par, hidden, steps)
 
 
-@register("gru", FAMILY, "GRU, 1 layer, 1024 hidden units, 10 time steps (Table 3.1)", params={"par": 2})
+@register("gru", FAMILY, "GRU, 1 layer, 1024 hidden units, 10 time steps (Table 3.1)", params={"par": _par(2, 8)})
 def gru(par: int = 2, hidden: int = 1024, steps: int = 10) -> DataflowGraph:
     """3 gate MVMs (8-bit packed weights, 6 MiB) and the element-wise update h = (1−z)·n + z·h."""
     return _rnn("gru", 3, par, hidden, steps)
 
 
-@register("lenet", FAMILY, "LeNet-5 CNN on one 32x32 image (Table 3.1)", params={"par": 2})
+@register("lenet", FAMILY, "LeNet-5 CNN on one 32x32 image (Table 3.1)", params={"par": _par(2, 8)})
 def lenet(par: int = 2) -> DataflowGraph:
     """conv 5x5 (1→6) · pool · conv 5x5 (6→16) · pool · fc 400→120 → 84 → 10; feature maps in SRAMs,
     each layer's MAC body unrolled par ways over kernel taps, vectorized over 16 output channels/units."""

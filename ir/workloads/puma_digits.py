@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, register, seed_param
 from solvermap.ir.workloads.puma_models import OnnxWorkload, mlp_model
 
 
@@ -43,7 +43,8 @@ def trained_classifier(hidden: int = 64, seed: int = 0):
 
 
 @register("digits_mlp", "puma", "MLP 64-hidden-10 trained on sklearn digits (real weights), ONNX round trip",
-          params={"hidden": 64, "seed": 0})
+          params={"hidden": Param(64, "hidden units (trained by scikit-learn: large values train slowly)", 1, 4096),
+                  "seed": seed_param("seed of the data split and the training")})
 def digits_mlp(hidden: int = 64, seed: int = 0) -> OnnxWorkload:
     clf = trained_classifier(hidden, seed)
     weights = [(w.T, b) for w, b in zip(clf.coefs_, clf.intercepts_)]

@@ -1,8 +1,8 @@
 """PUMA workloads (seed 003): networks built as ONNX models and re-imported through the ONNX importer.
 
 Each builder makes an ONNX ``ModelProto`` with deterministic weights (``seed``), imports it with
-:func:`solvermap.ir.onnx_import.import_onnx` and returns an :class:`OnnxWorkload` (the imported graph
-plus the model, whose initializers the PUMA mapper reads as weights). A user's ``.onnx`` file takes the
+:func:`solvermap.ir.onnx_import.import_model` and returns the :class:`~solvermap.ir.onnx_import.OnnxModel`
+(graph, constant values, and the ``ModelProto`` itself as ``.model``). A user's ``.onnx`` file takes the
 same path (``--workload model.onnx``); its weights are read from the file.
 
 mlp_l4   1024-1024-2048-1024-10 (issue 6), ReLU
@@ -16,47 +16,28 @@ Weights are scaled Gaussian (std = gain/√fan_in) so activations stay inside PU
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from solvermap.ir.graph import DataflowGraph
-from solvermap.ir.workloads import register
+from solvermap.ir.onnx_import import OnnxModel, import_model
+from solvermap.ir.workloads import Param, register, seed_param
 
 OPSET = 17
 
 
-@dataclass
-class OnnxWorkload:
-    """An imported graph plus the ONNX model it came from (weights live in the model's initializers)."""
-
-    graph: DataflowGraph
-    model: Any  # onnx.ModelProto
-
-    @property
-    def name(self) -> str:
-        return self.graph.name
-
-    def save(self, path: str | Path) -> Path:
-        import onnx
-
-        onnx.save(self.model, str(path))
-        return Path(path)
+# An imported model plus the ModelProto it came from (``.model``, ``.save(path)``).
+OnnxWorkload = OnnxModel
 
 
-def finish(graph_proto, name: str) -> OnnxWorkload:
-    """Check the ONNX model, import it, and bundle both."""
+def finish(graph_proto, name: str) -> OnnxModel:
+    """Check the ONNX model and import it (the model stays attached for ``save`` and reference runs)."""
     import onnx
     from onnx import helper
-
-    from solvermap.ir.onnx_import import import_onnx
 
     model = helper.make_model(graph_proto, producer_name="solvermap", opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    return OnnxWorkload(import_onnx(model, name=name), model)
+    return import_model(model, name=name)
 
 
 def _init(name: str, array: np.ndarray):
@@ -97,24 +78,45 @@ def mlp_model(sizes: list[int], name: str, seed: int = 0, activation: str = "Rel
     return finish(graph, name)
 
 
-@register("mlp_l4", "puma", "MLP 1024-1024-2048-1024-10 (ReLU), ONNX round trip", params={"seed": 0})
+WIDTH_MAX = 1 << 20
+SEED = {"seed": seed_param("seed of the Gaussian weights")}
+
+
+def weight_bytes(what: str, elements: float) -> list[tuple[str, float]]:
+    """float32 weights held twice while the model is built: the NumPy arrays and their ONNX initializers."""
+    return [(f"{what}: {elements:,.0f} float32 weights", 2 * 4 * elements)]
+
+
+def _mlp_elements(sizes) -> int:
+    return sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+
+
+@register("mlp_l4", "puma", "MLP 1024-1024-2048-1024-10 (ReLU), ONNX round trip", params=SEED)
 def mlp_l4(seed: int = 0) -> OnnxWorkload:
     return mlp_model([1024, 1024, 2048, 1024, 10], "mlp_l4", seed)
 
 
-@register("mlp_l5", "puma", "MLP 1024-2048-3072-3072-1024-10 (ReLU), ONNX round trip", params={"seed": 0})
+@register("mlp_l5", "puma", "MLP 1024-2048-3072-3072-1024-10 (ReLU), ONNX round trip", params=SEED)
 def mlp_l5(seed: int = 0) -> OnnxWorkload:
     return mlp_model([1024, 2048, 3072, 3072, 1024, 10], "mlp_l5", seed)
 
 
 @register("mlp", "puma", "MLP with user-given layer sizes (ReLU), ONNX round trip",
-          params={"sizes": [256, 256, 10], "seed": 0, "activation": "Relu"})
+          params={"sizes": Param([256, 256, 10], "layer widths, input first", 1, WIDTH_MAX, length=(2, 64)), **SEED,
+                  "activation": Param("Relu", "activation between layers", choices=("Relu", "Sigmoid", "Tanh"))},
+          estimate=lambda sizes, **_: weight_bytes(f"workload.sizes={list(sizes)}", _mlp_elements(list(sizes))))
 def mlp(sizes=(256, 256, 10), seed: int = 0, activation: str = "Relu") -> OnnxWorkload:
     return mlp_model([int(s) for s in sizes], "mlp", seed, activation)
 
 
 @register("lstm_lm", "puma", "LSTM language model: 2 LSTM layers + vocabulary FC, ONNX round trip",
-          params={"hidden": 1024, "embed": 1024, "vocab": 2048, "seq_len": 8, "seed": 0})
+          params={"hidden": Param(1024, "LSTM hidden units per layer", 1, WIDTH_MAX),
+                  "embed": Param(1024, "embedding width (the first LSTM's input)", 1, WIDTH_MAX),
+                  "vocab": Param(2048, "vocabulary size (outputs of the FC)", 1, WIDTH_MAX),
+                  "seq_len": Param(8, "tokens per sequence", 1, 65536), **SEED},
+          estimate=lambda hidden, embed, vocab, **_: weight_bytes(
+              f"workload.hidden={hidden}, embed={embed}, vocab={vocab}: LSTM and FC",
+              4 * hidden * (embed + hidden) + 4 * hidden * 2 * hidden + 16 * hidden + (hidden + 1) * vocab))
 def lstm_lm(hidden: int = 1024, embed: int = 1024, vocab: int = 2048, seq_len: int = 8, seed: int = 0) -> OnnxWorkload:
     from onnx import TensorProto, helper
 
@@ -179,7 +181,7 @@ def _fc(nodes, inits, rng, name, current, fan_in, fan_out, relu=True):
     return f"{name}_relu.out"
 
 
-@register("lenet", "puma", "LeNet-5 style CNN on 1x28x28, ONNX round trip", params={"seed": 0})
+@register("lenet", "puma", "LeNet-5 style CNN on 1x28x28, ONNX round trip", params=SEED)
 def lenet(seed: int = 0) -> OnnxWorkload:
     from onnx import TensorProto, helper
 
@@ -199,7 +201,11 @@ def lenet(seed: int = 0) -> OnnxWorkload:
     return finish(graph, "lenet")
 
 
-@register("vgg", "puma", "VGG-style CNN with batch norm on 3x32x32, ONNX round trip", params={"width": 32, "seed": 0})
+@register("vgg", "puma", "VGG-style CNN with batch norm on 3x32x32, ONNX round trip",
+          params={"width": Param(32, "channels of the first stage (then 2x, 4x)", 1, 8192), **SEED},
+          estimate=lambda width, **_: weight_bytes(
+              f"workload.width={width}: conv and FC", 9 * (3 * width + width**2 + 2 * width**2 + 4 * width**2 + 8 * width**2)
+              + 64 * width * 256))
 def vgg(width: int = 32, seed: int = 0) -> OnnxWorkload:
     from onnx import TensorProto, helper
 

@@ -30,13 +30,16 @@ from __future__ import annotations
 
 from solvermap.errors import InputError
 from solvermap.ir.loopnest import Program, Tensor, statement
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, loopnest_bytes, register, settings
 
 DT = "int16"
 
 
 @register("resnet", "pushmem", "CIFAR-10 ResNet 3x3 conv layer (He et al. 2016 Sec. 4.2), DNN coarse-grained pipeline "
-          "(001 Table III)", params={"size": 32, "channels": 16, "filters": 16, "tile": 8})
+          "(001 Table III)", params={"size": Param(32, "feature-map edge", 1, 4096), "channels": Param(16, "input channels", 1, 1024),
+                                     "filters": Param(16, "output channels", 1, 1024),
+                                     "tile": Param(8, "tile edge (divides size)", 1, 4096)},
+          estimate=lambda **p: [(f"{settings(p)}: tensors and golden evaluation", loopnest_bytes(resnet(**p)))])
 def resnet(size: int = 32, channels: int = 16, filters: int = 16, tile: int = 8) -> Program:
     for field, value in (("size", size), ("channels", channels), ("filters", filters), ("tile", tile)):
         if value < 1:
@@ -68,7 +71,10 @@ def resnet(size: int = 32, channels: int = 16, filters: int = 16, tile: int = 8)
 
 
 @register("mobilenet", "pushmem", "MobileNet v1 depthwise 3x3 + pointwise 1x1 block at 0.25 width, 128 resolution "
-          "(Howard et al. 2017), channels unrolled (001 Table III)", params={"size": 64, "channels": 8, "filters": 16})
+          "(Howard et al. 2017), channels unrolled (001 Table III)",
+          params={"size": Param(64, "output feature-map edge", 2, 4096), "channels": Param(8, "input channels", 1, 1024),
+                  "filters": Param(16, "output channels", 1, 1024)},
+          estimate=lambda **p: [(f"{settings(p)}: tensors and golden evaluation", loopnest_bytes(mobilenet(**p)))])
 def mobilenet(size: int = 64, channels: int = 8, filters: int = 16) -> Program:
     if size < 2:
         raise InputError("", "workload.size", f"must be at least 2, got {size}")

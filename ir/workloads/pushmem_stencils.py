@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from solvermap.errors import InputError
 from solvermap.ir.loopnest import Program, Tensor, statement
-from solvermap.ir.workloads import register
+from solvermap.ir.workloads import Param, loopnest_bytes, register
 
 DT = "int16"  # 16-bit PE datapath (001:L299)
 
@@ -64,6 +64,19 @@ def _window(name: str, weights: list[list[int]], dy: int = 0, dx: int = 0) -> st
     return _sum(terms)
 
 
+MAX_SIZE = 4096  # 16.8 M pixels; the study sweeps to 256
+
+
+def _size(minimum: int) -> Param:
+    return Param(64, "input image edge in pixels", minimum, MAX_SIZE)
+
+
+def _golden(program: Program, size: int) -> list[tuple[str, float]]:
+    """A stencil's estimate: its (symbolic, cheap) loop nest evaluated by the NumPy golden executor the
+    simulator checks against."""
+    return [(f"workload.size={size}: image tensors and golden evaluation", loopnest_bytes(program))]
+
+
 def _check_size(size: int, minimum: int) -> None:
     if size < minimum:
         raise InputError("", "workload.size", f"must be at least {minimum}, got {size}")
@@ -89,7 +102,7 @@ def brighten_blur_program(size: int = 64) -> Program:
     return Program("brighten_blur", tensors, stmts, attrs={"image": size}).validate()
 
 
-@register("brighten_blur", "pushmem", "001 Fig. 1 running example: brighten + 2x2 blur (4 window ports)", params={"size": 64})
+@register("brighten_blur", "pushmem", "001 Fig. 1 running example: brighten + 2x2 blur (4 window ports)", params={"size": _size(4)}, estimate=lambda size: _golden(brighten_blur(size), size))
 def brighten_blur(size: int = 64) -> Program:
     return brighten_blur_program(size)
 
@@ -97,7 +110,7 @@ def brighten_blur(size: int = 64) -> Program:
 GAUSS = [[1, 2, 1], [2, 4, 2], [1, 2, 1]]
 
 
-@register("gaussian", "pushmem", "3x3 Gaussian blur (001 Table III)", params={"size": 64})
+@register("gaussian", "pushmem", "3x3 Gaussian blur (001 Table III)", params={"size": _size(4)}, estimate=lambda size: _golden(gaussian(size), size))
 def gaussian(size: int = 64) -> Program:
     _check_size(size, 4)
     tensors, stmts = _copy_in(size)
@@ -118,7 +131,7 @@ SOBEL_Y = [[-1, -2, -1], [0, 0, 0], [1, 2, 1]]
 BOX = [[1, 1, 1], [1, 1, 1], [1, 1, 1]]
 
 
-@register("harris", "pushmem", "Harris corner detector with gradient kernels (001 Table III)", params={"size": 64})
+@register("harris", "pushmem", "Harris corner detector with gradient kernels (001 Table III)", params={"size": _size(8)}, estimate=lambda size: _golden(harris(size), size))
 def harris(size: int = 64) -> Program:
     _check_size(size, 8)
     tensors, stmts = _copy_in(size)
@@ -151,7 +164,7 @@ def harris(size: int = 64) -> Program:
     return Program("harris", tensors, stmts, attrs={"image": size}).validate()
 
 
-@register("upsample", "pushmem", "2x up-sampling by repeating pixels (001 Table III)", params={"size": 64})
+@register("upsample", "pushmem", "2x up-sampling by repeating pixels (001 Table III)", params={"size": _size(2)}, estimate=lambda size: _golden(upsample(size), size))
 def upsample(size: int = 64) -> Program:
     _check_size(size, 2)
     tensors, stmts = _copy_in(size)
@@ -164,7 +177,7 @@ def upsample(size: int = 64) -> Program:
     return Program("upsample", tensors, stmts, attrs={"image": size}).validate()
 
 
-@register("unsharp", "pushmem", "unsharp mask: separable blur, sharpen, clamp (001 Table III)", params={"size": 64})
+@register("unsharp", "pushmem", "unsharp mask: separable blur, sharpen, clamp (001 Table III)", params={"size": _size(4)}, estimate=lambda size: _golden(unsharp(size), size))
 def unsharp(size: int = 64) -> Program:
     _check_size(size, 4)
     tensors, stmts = _copy_in(size)
@@ -184,7 +197,7 @@ def unsharp(size: int = 64) -> Program:
 
 
 @register("camera", "pushmem", "camera pipeline: Bayer deinterleave, hot-pixel denoise, demosaic, colour "
-          "correction, tone curve (001 Table III)", params={"size": 64})
+          "correction, tone curve (001 Table III)", params={"size": _size(8)}, estimate=lambda size: _golden(camera(size), size))
 def camera(size: int = 64) -> Program:
     _check_size(size, 8)
     if size % 2:

@@ -63,7 +63,11 @@ from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision
 
 
 def _workload(ctx: Context):
+    from solvermap.mappers.approxhpvm import from_model
+
     ir = ctx.workload.ir
+    if from_model.is_model(ir):  # an ONNX model with a dataset (from_model.py)
+        ir = from_model.network(ir, str(ctx.workload.params.get("dataset", "digits")))
     if isinstance(ir, (TensorNetwork, PromiseKernel)):
         if isinstance(ir, TensorNetwork):
             check_supported(ir.graph, ctx.workload.name)
@@ -98,12 +102,16 @@ def onnx_network(path: str) -> TensorNetwork:
 
 
 def _network(ctx: Context, step: str) -> TensorNetwork | None:
+    from solvermap.mappers.approxhpvm.from_model import require_weights
+
     ir = _workload(ctx)
     if isinstance(ir, PromiseKernel):
         if ctx.focus == step:
             raise InputError(ctx.workload.name, "decision", f"{ctx.workload.name} is a PROMISE kernel, not a network; "
                              "only the swing decision applies to it")
         return None
+    if step != "fuse":
+        require_weights(ir, step, ctx.workload.name)
     return ir
 
 
@@ -179,6 +187,7 @@ def make_budget_problem(ctx: Context, net: TensorNetwork, ledger: dict | None = 
         config = tuple(sorted(levels.items()))
         key = (config, seed)
         if key not in cache:
+            ctx.say(f"budget: Monte Carlo test {len(cache) + 1} of a candidate ({runs} noisy runs)")
             cache[key] = injection_monte_carlo(net, ctx.target, levels, runs=runs, loss_limit=limit, seed=seed,
                                                pass_rate=ctx.target.pass_rate)
             ledger["configurations"].add(config)
@@ -212,6 +221,8 @@ def optuna_budget(problem: budget_types.BudgetProblem, ctx: Context):
     """The Optuna baseline: ``budget.optuna_trials`` distinct configurations, each screened by one injection run
     as the seed's tuner evaluates a configuration (L1078); its runs count in the budget step's ledger."""
     net, ledger = _workload(ctx), ctx.state["budget.ledger"]
+
+    ctx.say(f"budget: Optuna baseline, {ctx.options_for(BUDGET).optuna_trials} configurations, one noisy run each")
 
     def screen(levels):
         ledger["configurations"].add(tuple(sorted(levels.items())))
@@ -277,6 +288,7 @@ def knob_validation(ctx: Context, net: TensorNetwork, decision, problem, runs: i
     schedule = schedule_units(net, decision.knobs, groups)
     report = schedule_cost(net, spec, schedule)
     base = schedule_cost(net, spec, schedule_units(net, all_fp32(net), ()))
+    ctx.say(f"knobs: Monte Carlo test of the mapping ({runs} noisy runs)")
     mc = monte_carlo(net, spec, decision.knobs, runs=runs, loss_limit=limit, seed=ctx.seed)
     predicted = knob_types.objective(problem, decision)
     simulated = report.total.energy_j if problem.objective_name == "energy" else report.total.time_s

@@ -6,12 +6,13 @@
     tensorize  (decision)   loop mapping f: instruction loops → program loops (formulations/tensorize.py,
                             MILP on any backend), UNIT's greedy innermost mapping as baseline, checked by
                             hardware/checks/tensorize.py; validation = rewrite, tune (UNIT pairs +
-                            Optuna), bit-exact checks, compiled AVX-512 VNNI kernels timed against the
-                            untensorized nest, the naive nest and NumPy (mappers/cpu/execution.py)
+                            Optuna), bit-exact checks, compiled kernels (AVX-512 VNNI, AVX-VNNI, AVX2)
+                            timed against the untensorized nest, the naive nest, NumPy and onnxruntime
+                            (mappers/cpu/execution.py, peers.py)
 
 Options (``--set decisions.tensorize.<key>=v``): :class:`~solvermap.mappers.decisions.TensorizeOptions`
-(tuner, trials, unit_pairs, measure, rounds, min_seconds, min_reps, emulate_max_calls, reorder, execute,
-allow_padding, commutative; ``solvermap decisions --json`` shows their types, ranges and defaults).
+(tuner, trials, unit_pairs, tiles, tune_untensorized, measure, rounds, min_seconds, min_reps, emulate_max_calls,
+reorder, execute, allow_padding, commutative; ``solvermap decisions --json`` shows their types, ranges and defaults).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _options(ctx: Context) -> ValidationOptions:
         return default if value is None else value
 
     return ValidationOptions(
-        tuner=options.tuner, trials=options.trials, unit_pairs=options.unit_pairs, measure=options.measure,
+        tuner=options.tuner, trials=options.trials, unit_pairs=options.unit_pairs, tiles=options.tiles,
+        tune_untensorized=options.tune_untensorized, measure=options.measure,
         rounds=either(options.rounds, timing.rounds), min_seconds=either(options.min_seconds, timing.min_seconds),
         min_reps=either(options.min_reps, timing.min_reps), emulate_max_calls=options.emulate_max_calls,
         reorder=options.reorder, seed=int(ctx.seed), execute=options.execute,
@@ -42,6 +44,11 @@ def _options(ctx: Context) -> ValidationOptions:
 
 
 def _inspect(ctx: Context) -> None:
+    from solvermap.mappers.cpu import from_model
+
+    if from_model.is_model(ctx.workload.ir):  # an ONNX model or a layer-shape file: one nest per layer
+        ctx.state["inspect"] = from_model.inspect_layers(ctx)
+        return None
     program = ctx.workload.ir
     source = f"workload {ctx.workload.name}"
     if not isinstance(program, Program):
@@ -58,10 +65,14 @@ def _inspect(ctx: Context) -> None:
 
 
 def _tensorize(ctx: Context):
+    from solvermap.mappers.cpu import from_model
+
     verdict = ctx.state["inspect"]
-    problem = verdict.problem
     instruction = descriptor(ctx.target.instruction, ctx.target.name)
     options = _options(ctx)
+    if isinstance(verdict, from_model.LayerVerdicts):
+        return from_model.tensorize_layers(ctx, lambda p, d: validate(p, d, instruction, ctx.target, options))
+    problem = verdict.problem
     _, record = run_decision(ctx, TENSORIZE, problem, validate=lambda p, d: validate(p, d, instruction, ctx.target, options))
     feasible = tensorize_model.enumerate_mappings(problem, ctx.solver_for("tensorize"))
     record.details["feasible_mappings"] = len(feasible)
@@ -71,6 +82,10 @@ def _tensorize(ctx: Context):
 
 
 def _validate(ctx: Context) -> dict:
+    from solvermap.mappers.cpu import from_model
+
+    if isinstance(ctx.state.get("inspect"), from_model.LayerVerdicts):
+        return from_model.validation(ctx)
     record = next((r for r in ctx.records if r.decision == "tensorize"), None)
     return dict(record.validation) if record is not None else {}
 

@@ -10,7 +10,9 @@ Given the inspector's problem and a loop mapping f (instruction loop b ← progr
    register's lane loops from the fastest (stride 1) outwards, a mapped loop a that is the whole index
    of one tensor dim splits that dim by e_b and puts the block innermost (``c`` → ``C/4 … 4c``); a loop
    that appears with coefficient 1 in a compound dim (``x + s``) moves that dim innermost unsplit; any
-   other case leaves the layout alone. Zero padding covers every index the padded domain reaches;
+   other case leaves the layout alone. Zero padding covers every index the padded domain reaches.
+   Lanes are stored in the instruction's storage type (``x86.storage``: e.g. uint8 data widened to
+   int16 for ``vpmaddwd``), so widening happens once, when the tensor is packed;
 4. **operand preparation** (002:L195-L197): from the lane offsets in the packed tensor, each register is
    a contiguous load, a broadcast of one 32-bit group, a gather of 32-bit groups (concatenation), or a
    lane-by-lane build; per instruction loop the stride says vectorise (1), broadcast (0) or strided —
@@ -100,7 +102,8 @@ def _layout(problem: TensorizeProblem, mapping: TensorizeMapping, instruction: I
     for p in reversed(inner_parts):
         size = padded_shape[p.dim] if p.part == "whole" else p.size
         parts.append(LayoutPart(p.dim, p.part, size, p.block))
-    return PackedLayout(tensor.name, tensor.dtype, tuple(tensor.shape), tuple(padded_shape), tuple(parts))
+    storage = instruction.x86.storage_dtype(operand, tensor.dtype) if instruction.x86 else tensor.dtype
+    return PackedLayout(tensor.name, storage, tuple(tensor.shape), tuple(padded_shape), tuple(parts))
 
 
 def _packed_index(layout: PackedLayout, access: Access, tile: dict[str, int],
@@ -224,7 +227,7 @@ def rewrite(problem: TensorizeProblem, mapping: TensorizeMapping, instruction: I
                                       + reg_access.offsets[d]) for d in range(reg_access.rank))
             lane_off[lane] = flat(point) - flat({})
         lane_strides = tuple((b.var, flat({v: 1}) - flat({})) for v, b in lanes)
-        group = max(1, 32 // _element_bits(reg.dtype))
+        group = max(1, 32 // _element_bits(layout.dtype))  # elements of one 32-bit group as stored
         plans[pair.instr_operand] = OperandPlan(
             pair.instr_operand, pair.program_tensor, layout, base, flat({}), tuple(lane_off), lane_strides,
             _classify(lane_off, group), group, pair.is_accumulator)

@@ -13,6 +13,13 @@ not generated).
   sample predicted slower than ``prefilter`` × the best prediction over the whole space is pruned
   without compiling. Reordering the data-parallel loops is our extension of UNIT's space (it lets a
   layer whose output width is prime, #1 and #4 of L312, unroll along another loop).
+* register tiles (``tiles`` > 0, with ``unit`` and ``optuna``) — our extension: two-dimensional register
+  tiles, a divisor of one dp loop × any factor of another (its residue becomes a partial block), that
+  fit the register file (live accumulators + operand registers ≤ ``tuning.register_budget``, by default
+  ``core.vector_registers``), ranked by the
+  latency model; the best ``tiles`` of them are measured (:func:`register_tiles`), each also with its
+  outermost reduction loop blocked so that one block's operands fit in half of L1 (when they do not
+  already).
 
 ``measure(schedule) -> seconds`` is supplied by the caller: compiled-and-timed kernels, or the latency
 model (``measure: model``, deterministic, for tests and machines without the instruction).
@@ -26,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from solvermap.hardware.cpu import CpuTarget
-from solvermap.hardware.cpu.latency_model import estimate
+from solvermap.hardware.cpu.latency_model import distinct_registers, estimate, live_registers
 from solvermap.hardware.cpu.nest import RewrittenNest, Schedule, split_dp_loops
 from solvermap.mappers.cpu.baselines import schedule_for_limits, unit_pairs, unit_schedule
 
@@ -34,7 +41,7 @@ from solvermap.mappers.cpu.baselines import schedule_for_limits, unit_pairs, uni
 @dataclass
 class Trial:
     index: int
-    source: str  # unit-default | unit-pair | optuna
+    source: str  # unit-default | unit-pair | register-tile | optuna
     params: dict
     schedule: Schedule
     predicted_s: float
@@ -102,8 +109,62 @@ def schedule_space(nest: RewrittenNest, *, reorder: bool = True) -> list[Schedul
     return out
 
 
+def register_tiles(nest: RewrittenNest, core, count: int, budget: int | None = None) -> list[Schedule]:
+    """The ``count`` register tiles the latency model ranks best (see module docstring): for dp loops
+    (C, A, B) in that order, A split by a divisor t_A, B by any factor u_B ≤ its extent; nothing fused
+    in parallel beyond C; tiles whose accumulators and operand registers exceed the register file are
+    skipped."""
+    extents = {l.var: l.extent for l in nest.dp_loops}
+    if count <= 0 or len(extents) < 2:
+        return []
+    budget = min(budget or core.vector_registers, core.vector_registers)
+    scored: dict[Schedule, float] = {}
+    for order in itertools.permutations(extents):
+        *outer, a, b = order
+        level_a, level_b = len(order) - 2, len(order) - 1
+        parallel = (level_a, extents[a]) if outer else (0, extents[a])
+        for t in _divisors(extents[a]):
+            for u in range(1, extents[b] + 1):
+                if t * u > budget:
+                    break
+                schedule = Schedule(order, parallel, (level_b, u), ((a, t),) if t > 1 else ())
+                try:
+                    U, counts = distinct_registers(nest, schedule)
+                except ValueError:
+                    continue
+                if live_registers(U, counts) > budget:
+                    continue
+                scored[schedule] = estimate(nest, schedule, core).seconds
+    ranked = sorted(scored, key=lambda s: (scored[s], str(s.to_json())))[:count]
+    blocked = [_with_reduction_block(nest, s, core) for s in ranked]
+    return ranked + [s for s in blocked if s is not None]
+
+
+def _with_reduction_block(nest: RewrittenNest, schedule: Schedule, core) -> Schedule | None:
+    """The schedule with the outermost reduction loop blocked so that one block's operands fill at most
+    half of L1 (None if the whole reduction already fits or there is no reduction loop)."""
+    if not nest.reduction_loops:
+        return None
+    first = nest.reduction_loops[0].extent
+    inner = math.prod(l.extent for l in nest.reduction_loops[1:])
+    U, counts = distinct_registers(nest, schedule)
+    step = 0
+    for plan in nest.sources:
+        item = 2 if plan.layout.dtype in ("int16", "uint16") else 1
+        per_register = plan.group * item if plan.action == "broadcast" else len(plan.lane_offsets) * item
+        step += counts[plan.operand] * per_register
+    fit = core.l1_bytes // 2 // max(1, step * inner)
+    if fit >= first or fit < 1:
+        return None
+    size = 1 << (fit.bit_length() - 1)  # a power of two: block starts stay aligned
+    return Schedule(schedule.dp_order, schedule.parallel, schedule.unroll, schedule.tile, size)
+
+
 def tune(nest: RewrittenNest, target: CpuTarget, measure: Callable[[Schedule], float], *, tuner: str = "optuna",
-         trials: int = 12, pairs: int = 8, seed: int = 0, prefilter: float = 2.0, reorder: bool = True) -> TuningResult:
+         trials: int = 12, pairs: int = 8, seed: int = 0, prefilter: float = 2.0, reorder: bool = True,
+         tiles: int = 0, prepare: Callable[[list[Schedule]], None] | None = None) -> TuningResult:
+    """Tune the schedule; ``prepare(schedules)``, if given, is told the candidates known before any is
+    measured (UNIT's pairs and the register tiles), so a caller can compile them together."""
     if tuner not in ("unit-default", "unit", "optuna"):
         raise ValueError(f"unknown tuner {tuner!r}; choose unit-default, unit or optuna")
     core = target.core
@@ -119,13 +180,18 @@ def tune(nest: RewrittenNest, target: CpuTarget, measure: Callable[[Schedule], f
 
     tuning = target.tuning
     default = unit_schedule(nest, tuning.parallel_limit, tuning.unroll_limit)
+    pair_list = unit_pairs(tuning.parallel_limits, tuning.unroll_limits)[1:pairs] if tuner != "unit-default" else []
+    tile_list = register_tiles(nest, core, tiles, tuning.register_budget) if tuner != "unit-default" else []
+    if prepare is not None:
+        prepare(list(dict.fromkeys([default] + [unit_schedule(nest, p, u) for p, u in pair_list] + tile_list)))
     default_seconds = run(default, "unit-default", {"parallel_limit": tuning.parallel_limit,
                                                     "unroll_limit": tuning.unroll_limit})
     space = schedule_space(nest, reorder=reorder)
     best_predicted = min(estimate(nest, s, core).seconds for s in space) if space else 0.0
-    if tuner in ("unit", "optuna"):
-        for p, u in unit_pairs(tuning.parallel_limits, tuning.unroll_limits)[1:pairs]:
-            run(unit_schedule(nest, p, u), "unit-pair", {"parallel_limit": p, "unroll_limit": u})
+    for p, u in pair_list:
+        run(unit_schedule(nest, p, u), "unit-pair", {"parallel_limit": p, "unroll_limit": u})
+    for schedule in tile_list:
+        run(schedule, "register-tile", schedule.to_json())
     if tuner == "optuna" and trials > 0:
         import optuna
 

@@ -1,7 +1,8 @@
 """Plasticine / SARA pipeline (seed 004 §4.1–4.4): decompose → partition → merge, then simulate.
 
 0. A dataflow graph without actors (a DOT/GraphML/XML/JSON DFG) is first lowered to a VBDFG by
-   :func:`entry_graph` (:mod:`.dfg_lowering`); a graph that names its actors enters as it is.
+   :func:`entry_graph` (:mod:`.dfg_lowering`), an ONNX model or layer-shape file by :mod:`.from_model`;
+   a graph that names its actors enters as it is.
 1. ``decompose`` (transform, §4.3.1): shard virtual memories that exceed a PMU's capacity or banks,
    rewrite BI/BO and insert request-merge and response actors (:mod:`.decomposition`).
 2. ``partition`` (decision, §4.3.2, Table 4.2): split every actor into PCU-sized partitions with
@@ -14,7 +15,8 @@
    assignment, within the available counts; same shared model; baselines: the traversal merger with the
    bipartite feasibility check, and no merging. Objective = PBs used.
 
-``Pipeline.validate`` simulates the merged mapping (:mod:`solvermap.hardware.plasticine.dataflow_sim`)
+``Pipeline.bounds`` (:mod:`.bounds`) gives certified lower bounds of cycles, PBs used, area and power
+before any solve, for the design-space search's pruning. ``Pipeline.validate`` simulates the merged mapping (:mod:`solvermap.hardware.plasticine.dataflow_sim`)
 and reports cycles, throughput, PBs used by type, area and power of the used PBs, and predicted vs
 simulated cycles.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solvermap.errors import InfeasibleError, InputError
+from solvermap.errors import InputError, UnknownError
 
 from solvermap.formulations import partition as partition_model
 from solvermap.formulations.problems.partition import PartitionDecision
@@ -32,16 +34,22 @@ from solvermap.hardware.plasticine import cost
 from solvermap.mappers.decisions import MERGE, PARTITION
 from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
 from solvermap.ir.graph import DataflowGraph
-from solvermap.mappers.plasticine import decomposition, dfg_lowering, lowering, simulation, traversal
-from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end
+from solvermap.mappers.plasticine import decomposition, dfg_lowering, from_model, lowering, simulation, traversal
+from solvermap.mappers.plasticine.bounds import lower_bounds
+from solvermap.mappers.plasticine.network import NETWORK_STEPS, end_to_end, size_estimate
 from solvermap.results import DecisionRecord
 
 
 def entry_graph(ctx: Context) -> DataflowGraph:
-    """The VBDFG a workload enters the pipeline as. A graph that names its actors (the built-in apps, or
-    a file that names them) is one already and is only checked; any other dataflow graph is lowered by
-    the generic DFG lowering (:mod:`.dfg_lowering`: one actor per loop, op costs from the op table)."""
+    """The VBDFG a workload enters the pipeline as. An ONNX model or layer-shape file is lowered layer by
+    layer (:mod:`.from_model`); a graph that names its actors (the built-in apps, or a file that names them)
+    is one already and is only checked; any other dataflow graph is lowered by the generic DFG lowering
+    (:mod:`.dfg_lowering`: one actor per loop, op costs from the op table)."""
     graph = ctx.workload.ir
+    if from_model.is_model(graph):  # an ONNX model or layer-shape file: lowered to a VBDFG
+        lowered = from_model.lower(ctx.workload)
+        ctx.say(f"decompose: model lowered to {len(lowered.attrs['actors'])} actors")
+        return lowered
     if not isinstance(graph, DataflowGraph):
         raise InputError("", "workload", f"the plasticine pipeline maps dataflow graphs, got {type(graph).__name__}")
     if not dfg_lowering.needs_lowering(graph):
@@ -97,16 +105,14 @@ def merge_step(ctx: Context) -> DecisionRecord:
 
     try:
         decision, record = run_decision(ctx, MERGE, problem, validate=validate)
-    except InfeasibleError as exc:
-        if "no baseline" not in str(exc):
-            raise
-        raise InfeasibleError(f"merge: {_count_pressure(problem, ctx.solver_for('merge'))}") from None
+    except UnknownError as exc:
+        raise UnknownError(f"merge: {_count_pressure(problem, exc)}") from None
     record.details["vbs"] = len(problem.items)
     return record
 
 
-def _count_pressure(problem, config) -> str:
-    """Why no packing was found (the model was neither solved nor proven infeasible in the time limit):
+def _count_pressure(problem, unknown: UnknownError) -> str:
+    """Why no packing was found (the model was neither solved nor proven infeasible within its budget):
     the PB counts against what the traversal mergers need without counts and the certified bounds."""
     free = dataclasses.replace(problem, bin_types=tuple(dataclasses.replace(t, count=None)
                                                         for t in problem.bin_types))
@@ -125,14 +131,14 @@ def _count_pressure(problem, config) -> str:
     scarce = max(counts, key=lambda t: (need.get(t, 0) / max(counts[t], 1), t)) if counts else None
     parts = [f"no packing of the {len(problem.items)} VBs onto "
              + " / ".join(f"{c} {t}" for t, c in counts.items())
-             + f" PBs found within {config.time_limit_s} s, and none proven impossible"]
+             + f" PBs found ({str(unknown).removeprefix('merge: ')})"]
     if over:
         parts.append(f"the traversal merger needs {', '.join(over)} (limit {scarce} count {counts[scarce]})")
     if scarce in only:
         parts.append(f"{len(only[scarce])} VBs fit only a {scarce} (e.g. node '{only[scarce][0]}')")
     bound = partition_model.lower_bound(problem)
     parts.append(f"at least {bound.bins} PBs in total ({bound.reason})")
-    parts.append(f"raise the {scarce} count or the time limit")
+    parts.append(f"raise the {scarce} count or the solver budget")
     return "; ".join(parts)
 
 
@@ -178,4 +184,6 @@ PIPELINE = Pipeline(
     ),
     validate=validate,
     default_workload="dotproduct",
+    bounds=lower_bounds,  # certified, before any solve (bounds.py)
+    estimate=size_estimate,
 )

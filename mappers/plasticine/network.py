@@ -792,6 +792,16 @@ def end_to_end(ctx: Context, base: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def size_estimate(spec: PlasticineSpec, workload: Any) -> list[tuple[str, str, float]]:
+    """Memory the network steps need at least: the placement model's site-to-site distance table (one
+    Python float and its list slot, 32 bytes, per pair of sites; formulations/placement.py)."""
+    if not spec.network.modelled:
+        return []
+    sites = spec.grid.rows * (spec.grid.columns + 2)
+    return [("place", f"target.grid.rows x columns = {spec.grid.rows} x {spec.grid.columns}: a distance table of "
+                      f"{sites:,} sites squared", 32.0 * sites * sites)]
+
+
 NETWORK_STEPS = (
     decide(PLACE, place_step, needs=("vbgraph", "merge"), provides=("network.view",)),
     decide(SPLIT, split_step, needs=("network.view", "place")),

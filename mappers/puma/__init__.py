@@ -41,7 +41,10 @@ class OptimizeOptions(StepOptions):
 
     unroll: Literal["per_position", "im2col"] = Field("per_position", description="how a convolution unrolls onto crossbars")
     fold_bias: Literal["auto", "always", "never"] = Field("auto", description="fold biases into the weights [W|b]·[x;1]")
-    calibration_samples: int = Field(8, ge=1, description="inputs that calibrate the quantisation scales")
+    calibration_samples: int = Field(8, ge=1, le=4096, description="inputs that calibrate the quantisation scales "
+                                     "(at most what calibration_memory_mb holds)")
+    calibration_memory_mb: int = Field(1024, ge=16, le=1 << 20, description="memory the streamed calibration pass may "
+                                       "use; bounds the calibration samples of large models")
     input_normalization: tuple[float, float] | None = Field(None, description="[shift, scale] of the inputs")
 
 
@@ -51,6 +54,8 @@ class ValidateOptions(StepOptions):
     inferences: int = Field(4, ge=1, description="inferences the performance simulator pipelines")
     chunks: int = Field(8, ge=1, description="chunks per transfer in the performance simulator")
     functional_samples: int = Field(4, ge=1, description="inputs run through the functional simulator")
+    functional_max_macs: float = Field(5e7, ge=0, description="the functional simulation runs when samples × MACs "
+                                       "per inference stay below this (bit-sliced crossbars are slow); else skipped")
 
 
 def _spec(ctx: Context):
@@ -60,7 +65,51 @@ def _spec(ctx: Context):
 def _convert(ctx: Context) -> None:
     from solvermap.mappers.puma.frontend import lower
 
-    ctx.state["network.original"] = lower(ctx.workload.ir)
+    net = lower(ctx.workload.ir)
+    check_size(net, _spec(ctx), ctx.workload)
+    check_blocks(net, _spec(ctx), ctx.workload.name)
+    ctx.state["network.original"] = net
+
+
+def check_size(net, spec, workload) -> None:
+    """Before anything is built: the crossbar blocks against the target's MVMUs, and the bytes of the
+    partition's owner arrays (4 per element of every layer) against the memory cap — one line each."""
+    from solvermap.errors import InputError
+    from solvermap.hardware.puma.network import crossbar_blocks
+    from solvermap.ir.onnx_import import default_memory_limit
+
+    blocks = sum(crossbar_blocks(layer, spec.crossbar.rows, spec.crossbar.cols) for layer in net.mvm_layers())
+    mvmus = spec.compute_tiles * spec.mvmus_per_tile
+    if blocks > mvmus:
+        raise InputError(workload.name, "model", f"needs {blocks} crossbar blocks of {spec.crossbar.rows}x{spec.crossbar.cols}; "
+                         f"target {spec.name} has {mvmus} MVMUs on {spec.compute_tiles} compute tiles (a larger "
+                         "target.noc or a smaller model)")
+    limit_mb = (workload.params or {}).get("memory_limit_mb")
+    limit = int(limit_mb * 2**20) if limit_mb else default_memory_limit()
+    elements = sum(math.prod(layer.shape) for layer in net.layers)
+    if 4 * elements > limit:
+        raise InputError(workload.name, "workload.memory_limit_mb", f"mapping needs about {4 * elements / 2**20:.0f} MB "
+                         f"of owner arrays ({elements} elements over {len(net.layers)} layers), over the memory cap of "
+                         f"{limit / 2**20:.0f} MB")
+
+
+def calibration_samples(network, requested: int, memory_mb: int) -> int:
+    """Samples the streamed calibration may use: each holds about four float64 copies of the largest layer
+    value (its input, its output, a conv's patch slice and a temporary) at once."""
+    largest = max([math.prod(network.input_shape)] + [math.prod(layer.shape) for layer in network.layers])
+    per_sample = 4 * 8 * largest
+    return max(1, min(requested, int(memory_mb * 2**20 // per_sample)))
+
+
+def check_blocks(network, spec, source: str) -> None:
+    """Refuse a network whose crossbar blocks pass the memory cap before any later step tiles them: the
+    partitioning and the functional simulation hold each block's cells (at least one int64 per cell)."""
+    from solvermap.hardware.puma.network import matrix_shapes
+    from solvermap.limits import check_estimate
+
+    rows, cols = spec.crossbar.rows, spec.crossbar.cols
+    blocks = sum(math.ceil(o / cols) * math.ceil(i / rows) for layer in network.mvm_layers() for o, i in matrix_shapes(layer))
+    check_estimate(f"{blocks:,} crossbar blocks of {rows}x{cols} cells", 8.0 * blocks * rows * cols, source)
 
 
 def _calibration(ctx: Context, network, samples: int) -> np.ndarray:
@@ -80,18 +129,26 @@ def _optimize(ctx: Context) -> None:
     net = ao.set_unroll(net, options.unroll)
     net = ao.fold_bias(net, spec.crossbar.rows, options.fold_bias)
     limit = 2.0 ** (spec.data.int_bits - 1)
-    calibration = _calibration(ctx, net, options.calibration_samples) if net.has_weights else None
+    calibration = None
+    if net.has_weights:
+        samples = calibration_samples(net, options.calibration_samples, options.calibration_memory_mb)
+        if samples < options.calibration_samples:
+            ctx.say(f"optimize: calibrating on {samples} of {options.calibration_samples} samples "
+                    f"(decisions.optimize.calibration_memory_mb={options.calibration_memory_mb})")
+            net.notes.append(f"calibration on {samples} samples (memory bound)")
+        ctx.say(f"optimize: calibrating the layer scales on {samples} inputs")
+        calibration = _calibration(ctx, net, samples)
     net = ao.quantize(net, limit, calibration, options.input_normalization)
     ctx.state["network"] = net
 
 
 def replication_problem(network, spec, budget: int | None = None, spare: float = 0.25):
     from solvermap.formulations.problems.replication import ReplicationProblem
-    from solvermap.hardware.puma.network import matrix_shapes
+    from solvermap.hardware.puma.network import crossbar_blocks
 
     layers, work, crossbars = [], {}, {}
     for layer in network.mvm_layers():
-        blocks = sum(math.ceil(o / spec.crossbar.cols) * math.ceil(i / spec.crossbar.rows) for o, i in matrix_shapes(layer))
+        blocks = crossbar_blocks(layer, spec.crossbar.rows, spec.crossbar.cols)
         layers.append(layer.name)
         work[layer.name] = float(layer.steps())
         crossbars[layer.name] = blocks
@@ -186,7 +243,20 @@ def _validate(ctx: Context) -> dict[str, Any]:
     metrics = placement_metrics(problem, ctx.state["place"], options.inferences, options.chunks)
     net = ctx.state["network"]
     metrics["communication_check_ok"] = True
-    if net.has_weights:
+    weights = getattr(ctx.workload.ir, "weights", "file")
+    metrics["weights"] = weights
+    if weights == "synthetic":
+        metrics["weights_note"] = (f"missing weights replaced by deterministic synthetic values (workload.weights=random, "
+                                   f"seed {ctx.workload.params.get('seed', 0)}): functional figures describe those values")
+    macs = sum(layer.steps() * sum(o * i for o, i in _matrix_shapes(layer)) for layer in net.mvm_layers())
+    if not net.has_weights:
+        metrics["functional_simulation"] = ("skipped: the model has no weight values (shape-only); "
+                                            "--set workload.weights=random runs it on deterministic synthetic weights")
+    elif macs * options.functional_samples > options.functional_max_macs:
+        metrics["functional_simulation"] = (f"skipped: {options.functional_samples} samples x {macs:.3g} MACs exceed "
+                                            f"decisions.validate.functional_max_macs={options.functional_max_macs:g}")
+    else:
+        metrics["functional_simulation"] = "run"
         samples = options.functional_samples
         x = _calibration(ctx, net, samples)[:samples]
         result = simulate(net, ctx.state["partition"], _spec(ctx), x)
@@ -196,6 +266,12 @@ def _validate(ctx: Context) -> dict[str, Any]:
         if ctx.workload.name == "digits_mlp":
             metrics.update(digits_accuracy(ctx, net))
     return metrics
+
+
+def _matrix_shapes(layer):
+    from solvermap.hardware.puma.network import matrix_shapes
+
+    return matrix_shapes(layer)
 
 
 def digits_accuracy(ctx: Context, net) -> dict[str, float]:

@@ -85,8 +85,8 @@ def _nets(problem: PumaPlacementProblem, group=lambda name: name) -> tuple[Net, 
 
 
 def _stage_config(config: SolverConfig, share: float) -> SolverConfig:
-    limit = None if config.time_limit_s is None else max(0.5, config.time_limit_s * share)
-    return config.with_(time_limit_s=limit)
+    budget = config.budget()
+    return config.with_budget(None if budget is None else max(0.5, budget * share))
 
 
 def tile_grouping_problem(problem: PumaPlacementProblem, k: int) -> PlacementProblem:

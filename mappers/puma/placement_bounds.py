@@ -44,11 +44,12 @@ Master LP (column generation, HiGHS)
 Bound
     at every iteration, for the LP's duals π (clamped to their valid signs), the Lagrangian bound
     π·rhs + Σ_kinds count · min(0, pricing's proven lower bound) is valid; the best one is kept,
-    rounded down. When the column generation has converged with ``COMPACT_MIN_WORK`` or more work
-    left, the rest goes to the *whole-unit* relaxation (:func:`_compact_bound`): the same master with
-    integral λ written compactly (min(count, K) copies of each unit type's pattern rows, identical units
-    ordered by load), whose MILP dual bound replaces the LP's when higher. :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True`` return a
-    relaxation's value at a real placement's own patterns — never above that placement's part (tested).
+    rounded down. The reported bound is at least :func:`io_floor` (bytes to and from the I/O tiles). When the
+    column generation has converged with ``COMPACT_MIN_WORK`` or more work left, the rest goes to the
+    *whole-unit* relaxation (:func:`_compact_bound`): the same master with integral λ written compactly
+    (min(count, K) copies of each unit type's pattern rows, identical units ordered by load), whose MILP dual
+    bound replaces the LP's when higher. :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True``
+    return a relaxation's value at a real placement's own patterns — never above that placement's part (tested).
 """
 
 from __future__ import annotations
@@ -746,7 +747,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         for t in types:
             f = _reduced_costs(t.cost, rows, duals)
             f[("one",)] = f.get(("one",), 0.0) - duals[("conv", t.name)]
-            config = budget.config.with_(time_limit_s=min(1.0, max(0.05, left / (8 * len(types)))))
+            config = budget.config.with_budget(min(1.0, max(0.05, left / (8 * len(types)))))
             columns, record = _heuristic_columns(st, cap, t.max_tiles, f, config)
             budget.charge_solve(record, config)
             for q in columns:
@@ -758,7 +759,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         exact_every = 0
         lagrangian = sum(duals[r] * rhs[r] for r in rows)
         for t in types:
-            config = budget.config.with_(time_limit_s=min(20.0, max(0.2, left / (2 * len(types)))))
+            config = budget.config.with_budget(min(20.0, max(0.2, left / (2 * len(types)))))
             price, found, record = _price(pricers[t.name], t.cost, rows, duals, config)
             budget.charge_solve(record, config)
             lagrangian += t.count * min(0.0, price)
@@ -931,25 +932,33 @@ class Bound:
 def lower_bound(problem: PumaPlacementProblem, work: float, start: PumaPlacement | list[PumaPlacement],
                 k_tiles: int | None = None, config: SolverConfig | None = None) -> Bound:
     """Certified lower bound on the hop-weighted bytes of every placement on at most ``k_tiles`` tiles
-    (default: the problem's minimum + ``extra_tiles``): message bound + crossing bound, rounded down to a
-    whole byte. The crossing bound runs first on 85 % of ``work`` (its whole-unit MILP is what lifts it:
-    on mlp_l4 from 3,380 to 5,140 bytes, closed in about 10 units), the message bound on what is left
-    (its column generation converges in about 2 units; the whole-unit MILP only with ``COMPACT_MIN_WORK``
-    more).
+    (default: the problem's minimum + ``extra_tiles``): message bound + crossing bound, never below
+    :func:`io_floor`, rounded down to a whole byte. The crossing bound runs first on 85 % of ``work`` (its
+    whole-unit MILP is what lifts it), the message bound on what is left (its column generation converges
+    quickly; the whole-unit MILP runs only with ``COMPACT_MIN_WORK`` more).
     ``work`` is deterministic work (:mod:`solvermap.formulations.strategy`), so the bound — which decides
     whether a placement is reported optimal — does not depend on machine load; ``config`` gives the seed
     and the deterministic switch. ``start`` (valid placements; those on ≤ K tiles are used) seeds the columns."""
     t0 = time.perf_counter()
     k = k_tiles or min(problem.min_tiles() + problem.extra_tiles, len(problem.compute_positions))
     st = structure(problem)
+    floor = io_floor(problem)
     if not _starts(start, k):
-        return Bound(0.0, 0.0, 0.0, k, 0.0, st.ignored, {"skipped": "no start placement on at most K tiles"})
-    base = (config or SolverConfig()).with_(backend="highs", threads=1, time_limit_s=work)
+        return Bound(floor, 0.0, 0.0, k, 0.0, st.ignored, {"skipped": "no start placement on at most K tiles",
+                                                          "io_floor": floor})
+    base = (config or SolverConfig()).with_(backend="highs", threads=1).with_budget(work)
     budget = Budget(base)
-    c_value, c_info = crossing_bound(problem, st, k, start, Budget(base.with_(time_limit_s=0.85 * work)))
+    c_value, c_info = crossing_bound(problem, st, k, start, Budget(base.with_budget(0.85 * work)))
     budget.charge(c_info.get("work", 0.0))
-    m_value, m_info = message_bound(problem, st, k, start, Budget(base.with_(time_limit_s=max(0.5, budget.left()))))
-    value = float(math.floor(m_value + c_value + 1e-6))
+    m_value, m_info = message_bound(problem, st, k, start, Budget(base.with_budget(max(0.5, budget.left()))))
+    value = float(math.floor(max(m_value + c_value, floor) + 1e-6))
     fired = bool(m_info.get("backstop_fired") or c_info.get("backstop_fired"))
     return Bound(value, float(m_value), float(c_value), k, time.perf_counter() - t0, st.ignored,
-                 {"messages": m_info, "crossings": c_info, "backstop_fired": fired})
+                 {"messages": m_info, "crossings": c_info, "io_floor": floor, "backstop_fired": fired})
+
+
+def io_floor(problem: PumaPlacementProblem) -> float:
+    """Bytes of every value from or to an I/O tile: the I/O tiles hold no block, so each such value is at
+    least one message of ≥ 1 router. Valid with no solve at all; it keeps the bound above zero on models
+    whose relaxations the work budget leaves unconverged (their Lagrangian bounds are then negative)."""
+    return float(sum(v.bytes for v in problem.partition.values if v.source == IO_INPUT or IO_OUTPUT in v.sinks))

@@ -1,5 +1,7 @@
 """Push-memory pipeline (seed 001): Halide-style affine programs → unified buffers → MEM tiles.
 
+    unroll           small reduction loops of untiled programs into the PE expression (transform,
+                     Halide unroll(r), 001:L210); option max_taps
     schedule         cycle-accurate affine schedule (stencil: rate matching + delay ILP; DNN: coarse
                      pipeline, binary search on II)                 baseline: sequential (Table VI)
     buffers          unified-buffer extraction (transform, D5)
@@ -13,7 +15,11 @@
     wide_fetch       AGG → SRAM → TB shifts: one SRAM access per tile per cycle (D8)
                                                                     baseline: no-shift
     validate         configuration of every unit (configure.py) executed by the cycle simulator, bit-exact
-                     against the NumPy golden model; Table II cost
+                     against the NumPy golden model of the workload as written; Table II cost
+
+Reductions written as Halide writes them (an init statement and ``+=`` updates on one tensor) are
+versions of one unified buffer (:mod:`.versions`); a reduction loop that stays (too many iterations to
+unroll, a float sum, or a tiled program) accumulates in its PE one step per cycle.
 """
 
 from __future__ import annotations
@@ -22,31 +28,50 @@ from typing import Any
 
 import numpy as np
 
-from solvermap.errors import InputError
+from pydantic import Field
+
+from solvermap.errors import InfeasibleError, InputError
 from solvermap.formulations.problems import banking as banking_problems
 from solvermap.formulations.problems import shift_registers as sr_problems
 from solvermap.formulations.problems import wide_fetch as fetch_problems
 from solvermap.hardware.checks import storage as storage_check
 from solvermap.hardware.pushmem.cost import cost, pe_tiles
 from solvermap.hardware.pushmem.simulator import simulate
-from solvermap.ir.loopnest import Program, random_inputs
+from solvermap.ir.loopnest import Program, evaluate, random_inputs
 from solvermap.mappers.decisions import BANK, MEMTILE, SCHEDULE, SHIFT_REGISTERS, WIDE_FETCH
-from solvermap.mappers.pipeline import Context, Pipeline, decide, run_decision, transform
+from solvermap.mappers.pipeline import Context, Pipeline, StepOptions, decide, run_decision, transform
 from solvermap.mappers.pushmem.banking_adapter import banking_problem
 from solvermap.mappers.pushmem.baselines import sequential_schedule
 from solvermap.mappers.pushmem.buffers import extract_buffers
 from solvermap.mappers.pushmem.configure import Mapping, configure
 from solvermap.mappers.pushmem.dependences import schedule_problem
 from solvermap.mappers.pushmem.fetch_adapter import wide_fetch_problem
+from solvermap.mappers.pushmem.from_model import LayerwisePipeline
 from solvermap.mappers.pushmem.physical import memtile_problem, minimise_storage, physical_buffers
 from solvermap.mappers.pushmem.ports import memories, shift_register_problem, tap_distances
+from solvermap.mappers.pushmem.unroll import unroll_reductions
 
 
-def _program(ctx: Context) -> Program:
+class UnrollOptions(StepOptions):
+    max_taps: int = Field(64, ge=0, le=4096, description="unroll an integer reduction of an untiled program when its "
+                          "reduction loops run at most this many iterations (0: keep every reduction loop)")
+
+
+def _workload_program(ctx: Context) -> Program:
     ir = ctx.workload.ir
     if not isinstance(ir, Program):
         raise InputError(ctx.workload.name, "workload", "the pushmem pipeline needs an affine loop-nest program")
     return ir
+
+
+def _program(ctx: Context) -> Program:
+    """The program the mapping implements: the workload after the unroll step."""
+    return ctx.state["program"]
+
+
+def _unroll(ctx: Context):
+    ctx.state["program"] = unroll_reductions(_workload_program(ctx), ctx.options_for("unroll", UnrollOptions).max_taps)
+    return None
 
 
 def _schedule(ctx: Context):
@@ -123,7 +148,15 @@ def _wide_fetch(ctx: Context):
     def validate(p, d):
         return {"streams": len(p.streams), "agg_tb_words": fetch_problems.objective(p, d)}
 
-    decision, record = run_decision(ctx, WIDE_FETCH, problem, validate=validate)
+    try:
+        decision, record = run_decision(ctx, WIDE_FETCH, problem, validate=validate)
+    except InfeasibleError as exc:
+        kept = [s.name for s in _program(ctx).statements if any(loop.kind == "reduction" for loop in s.loops)]
+        if not kept or _program(ctx).attrs.get("coarse_loops"):
+            raise
+        raise InfeasibleError(f"{exc} (the reduction loops of {', '.join(kept)} stay in their PEs, and window reads that "
+                              "cross wide words at irregular cycles leave no constant AGG/TB shift free; unrolled "
+                              "(--set decisions.unroll.max_taps=N) they become constant-distance taps)") from None
     return record
 
 
@@ -136,7 +169,10 @@ def mapping_of(ctx: Context) -> Mapping:
 
 def validate(ctx: Context) -> dict[str, Any]:
     program, spec = _program(ctx), ctx.target
-    sim = simulate(configure(mapping_of(ctx)), random_inputs(program, ctx.seed))
+    written = _workload_program(ctx)
+    inputs = random_inputs(written, ctx.seed)
+    reference = evaluate(written, inputs)  # the workload as written, not as unrolled
+    sim = simulate(configure(mapping_of(ctx)), inputs, {t.name: reference[t.name] for t in written.outputs})
     schedule = ctx.state["schedule"]
     physical = ctx.state["physical"]
     plan = ctx.state["shift_registers"]
@@ -180,17 +216,20 @@ def validate(ctx: Context) -> dict[str, Any]:
     }
 
 
-PIPELINE = Pipeline(
+PIPELINE = LayerwisePipeline(  # a model or layer-shape file: this pipeline once per layer (from_model.py)
     family="pushmem",
     description="Halide-style affine programs on push-memory CGRAs (seed 001): unified buffers, scheduling, "
                 "shift registers, banking, memory tiles, wide fetch",
     steps=(
-        decide(SCHEDULE, _schedule, provides=("sequential_schedule", "latency", "mem_latency")),
-        transform("buffers", "unified-buffer extraction", _buffers, needs=("schedule", "latency"), provides=("buffers",)),
+        transform("unroll", "small integer reductions of untiled programs unrolled into the PE expression", _unroll,
+                  options=UnrollOptions, provides=("program",)),
+        decide(SCHEDULE, _schedule, needs=("program",), provides=("sequential_schedule", "latency", "mem_latency")),
+        transform("buffers", "unified-buffer extraction", _buffers, needs=("program", "schedule", "latency"),
+                  provides=("buffers",)),
         decide(SHIFT_REGISTERS, _shift_registers, needs=("buffers", "mem_latency"), provides=("memories", "tap_distances")),
         decide(BANK, _bank, needs=("memories",), provides=("moduli", "physical", "storage_check")),
         decide(MEMTILE, _memtile, needs=("physical",), provides=("tile_of_fragment", "row_base")),
-        decide(WIDE_FETCH, _wide_fetch, needs=("physical", "tile_of_fragment")),
+        decide(WIDE_FETCH, _wide_fetch, needs=("program", "physical", "tile_of_fragment")),
     ),
     validate=validate,
     default_workload="harris",

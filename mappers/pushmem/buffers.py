@@ -1,8 +1,10 @@
 """Unified-buffer extraction (seed 001 D5, 001:L216-L218).
 
-Every intermediate tensor becomes a unified buffer (UB); every memory reference becomes a port with an
-iteration domain (the statement's box), an access map (the index expression) and a cycle-accurate
-schedule (from the ``schedule`` decision). Ports are stored extensionally as NumPy arrays — one entry
+Every intermediate tensor becomes a unified buffer (UB); a tensor with several producers (an init and
+its updates) becomes one UB per version (:mod:`.versions`), and so does a version of an output tensor
+that a later statement reads (an init the update accumulates onto). Every memory reference becomes a
+port with an iteration domain (the statement's box; an update's carry: its first reduction step), an
+access map (the index expression) and a cycle-accurate schedule (from the ``schedule`` decision). Ports are stored extensionally as NumPy arrays — one entry
 per operation: the cycle and the flat element index — which is exact for the box domains of this IR.
 
 The input port's time is the cycle the value becomes available (issue + latency of the producer); an
@@ -19,7 +21,9 @@ import numpy as np
 
 from solvermap.formulations.problems.scheduling import Schedule
 from solvermap.ir.loopnest import Program
-from solvermap.mappers.pushmem.dependences import grid, indices, temp_producers
+from solvermap.mappers.pushmem.dependences import version_reads
+from solvermap.mappers.pushmem.domains import grid, indices
+from solvermap.mappers.pushmem.versions import analyse, first_step
 
 
 @dataclass(eq=False)
@@ -37,7 +41,9 @@ class Port:
 
 @dataclass(eq=False)
 class UnifiedBuffer:
+    name: str  # the tensor, or ``tensor~producer`` for one version of a tensor with several producers
     tensor: str
+    version: int  # the producer's position among the tensor's producers
     shape: tuple[int, ...]
     write: Port
     reads: list[Port] = field(default_factory=list)
@@ -51,34 +57,39 @@ class UnifiedBuffer:
 
     def summary(self) -> dict:
         av = self.avail
-        return {"tensor": self.tensor, "shape": list(self.shape), "ports": 1 + len(self.reads),
+        return {"buffer": self.name, "tensor": self.tensor, "shape": list(self.shape), "ports": 1 + len(self.reads),
                 "distances": {p.name: p.distance(av) for p in self.reads}}
 
 
 def extract_buffers(program: Program, schedule: Schedule, latency: dict[str, int]) -> list[UnifiedBuffer]:
-    producers = temp_producers(program)
+    versions = analyse(program)
+    stmt = {s.name: s for s in program.statements}
     out: dict[str, UnifiedBuffer] = {}
-    for tname, stmt in producers.items():
-        t = program.tensor(tname)
-        pts = grid(stmt)
-        times = schedule.times(stmt.name, pts) + latency[stmt.name]
-        flat = np.ravel_multi_index(indices(stmt.write, pts), t.shape)
-        if stmt.accumulate:  # the PE accumulates; the buffer sees the final value once
+    for v in versions.of_write.values():
+        t = program.tensor(v.tensor)
+        if t.role == "output" and not any(r.buffer == v.buffer for *_, r in version_reads(program, versions)):
+            continue  # streamed to the global buffer, read by nobody on the array
+        s = stmt[v.producer]
+        pts = grid(s)
+        times = schedule.times(s.name, pts) + latency[s.name]
+        flat = np.ravel_multi_index(indices(s.write, pts), t.shape)
+        if s.accumulate:  # the PE accumulates; the buffer sees the final value once
             last = np.full(t.size, -1, dtype=np.int64)
             np.maximum.at(last, flat, times)
             flat = np.nonzero(last >= 0)[0]
             times = last[flat]
         order = np.argsort(times, kind="stable")
-        out[tname] = UnifiedBuffer(tname, t.shape, Port(f"{tname}.in", stmt.name, stmt.write.text(), times[order], flat[order]))
-    for stmt in program.statements:
-        pts = None
-        for k, acc in enumerate(stmt.reads):
-            if acc.tensor not in out:
-                continue
-            pts = grid(stmt) if pts is None else pts
-            ub = out[acc.tensor]
-            times = schedule.times(stmt.name, pts)
-            flat = np.ravel_multi_index(indices(acc, pts), ub.shape)
-            order = np.argsort(times, kind="stable")
-            ub.reads.append(Port(f"{acc.tensor}.{stmt.name}.{k}", stmt.name, acc.text(), times[order], flat[order]))
+        out[v.buffer] = UnifiedBuffer(v.buffer, v.tensor, v.index, t.shape,
+                                      Port(f"{v.buffer}.in", s.name, s.write.text(), times[order], flat[order]))
+    for c, label, acc, mask, v in version_reads(program, versions):
+        pts = grid(c)
+        times = schedule.times(c.name, pts)
+        if mask is not None:
+            sel = first_step(c, pts)
+            pts, times = [g[sel] for g in pts], times[sel]
+        ub = out[v.buffer]
+        flat = np.ravel_multi_index(indices(acc, pts), ub.shape)
+        order = np.argsort(times, kind="stable")
+        k = label.removeprefix("#")
+        ub.reads.append(Port(f"{acc.tensor}.{c.name}.{k}", c.name, acc.text(), times[order], flat[order]))
     return list(out.values())

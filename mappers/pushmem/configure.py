@@ -6,8 +6,11 @@ decisions (schedule, shift-register plan, physical buffers with their bank funct
 MEM-tile placement, wide-fetch shifts) and emits a :class:`~solvermap.hardware.pushmem.config.Configuration`:
 
 * a kernel per statement, firing at its scheduled cycles; its operands wired to global-buffer streams
-  (input tensors), to taps or to TB streams;
-* the input wire of every unified buffer (``<tensor>.in``) from its producer's kernel;
+  (input tensors), to taps or to TB streams; an update's accumulator wired to the port that carries the
+  previous version of its elements (read at its first reduction step);
+* the input wire of every unified buffer (``<buffer>.in``, one per version of a tensor with several
+  producers) from its producer's kernel; output streams capture the values that are an output element's
+  last write;
 * wires and shift registers for the ``wire`` / ``sr`` edges of the plan, in distance order;
 * per physical buffer: AGG captures at the memory's write times, AGG → SRAM writes one cycle after a
   word's last lane plus the wide-fetch shift, SRAM → TB fetches ``sram_read_latency`` + shift cycles
@@ -26,8 +29,10 @@ import numpy as np
 from solvermap.formulations.problems.shift_registers import ROOT
 from solvermap.hardware.pushmem.config import (Configuration, Firings, GlobalInput, GlobalOutput, Kernel, Limits, Memory,
                                                Operand, ReadStream, Tap, WriteStream)
-from solvermap.ir.loopnest import Access, Program
-from solvermap.mappers.pushmem.dependences import grid, indices
+from solvermap.ir.loopnest import Program
+from solvermap.mappers.pushmem.dependences import tile_loop, tiled
+from solvermap.mappers.pushmem.domains import flat, grid
+from solvermap.mappers.pushmem.versions import analyse, first_step, last_step
 
 
 @dataclass
@@ -54,15 +59,17 @@ def limits(spec) -> Limits:
 
 
 def _tile_dims(program: Program) -> dict[str, int | None]:
-    """Per input tensor: the dimension indexed by exactly the coarse (tile) loop in every access, if any."""
+    """Per input tensor: the dimension indexed by exactly the tile loop in every access, if any (a tensor also
+    read by a statement outside the tile loop is loaded whole)."""
     out: dict[str, int | None] = {}
-    coarse = int(program.attrs.get("coarse_loops", 0))
+    loop = tile_loop(program)
+    inside = tiled(program, loop)
     for stmt in program.statements:
         for acc in stmt.reads:
             if program.tensor(acc.tensor).role != "input":
                 continue
             dim = None
-            if coarse:
+            if stmt.name in inside:
                 for d, (row, off, div) in enumerate(zip(acc.coeffs, acc.offsets, acc.divisors)):
                     if row[0] == 1 and not any(row[1:]) and off == 0 and div == 1:
                         dim = d
@@ -71,13 +78,11 @@ def _tile_dims(program: Program) -> dict[str, int | None]:
     return out
 
 
-def _flat(program: Program, access: Access, points: list[np.ndarray]) -> np.ndarray:
-    return np.ravel_multi_index(indices(access, points), program.tensor(access.tensor).shape)
-
-
 def _kernels(m: Mapping) -> tuple[list[Kernel], list[GlobalInput], list[GlobalOutput], list[Tap]]:
     program = m.program
     tile_dims = _tile_dims(program)
+    versions = analyse(program)
+    buffers = {ub.name for ub in m.buffers}
     kernels, inputs, outputs, roots = [], [], [], []
     for stmt in program.statements:
         pts = grid(stmt)
@@ -87,42 +92,45 @@ def _kernels(m: Mapping) -> tuple[list[Kernel], list[GlobalInput], list[GlobalOu
         pts = [p[order] for p in pts]
         operands = []
         for k, acc in enumerate(stmt.reads):
-            elements = _flat(program, acc, pts)
+            elements = flat(program, acc, pts)
             if program.tensor(acc.tensor).role == "input":
                 wire = f"{acc.tensor}@{stmt.name}.{k}"
                 inputs.append(GlobalInput(wire, acc.tensor, Firings(times, elements), tile_dims.get(acc.tensor)))
+                operands.append(Operand(acc.tensor, wire, elements))
             else:
-                wire = f"{acc.tensor}.{stmt.name}.{k}"
-            operands.append(Operand(acc.tensor, wire, elements))
-        out = _flat(program, stmt.write, pts)
-        first = last = None
-        emit = np.ones(len(times), dtype=bool)
+                operands.append(Operand(acc.tensor, f"{acc.tensor}.{stmt.name}.{k}", elements,
+                                        versions.reads[(stmt.name, k)].index))
+        out = flat(program, stmt.write, pts)
+        first = last = carry = None
         if stmt.accumulate:
-            red = [j for j, loop in enumerate(stmt.loops) if loop.kind == "reduction"]
-            first = np.all([pts[j] == stmt.loops[j].lo for j in red], axis=0)
-            last = np.all([pts[j] == stmt.loops[j].hi - 1 for j in red], axis=0)
-            emit = last
+            first, last = first_step(stmt, pts), last_step(stmt, pts)
+            if stmt.name in versions.carry:
+                carry = Operand(stmt.write.tensor, f"{stmt.write.tensor}.{stmt.name}.carry", out,
+                                versions.carry[stmt.name].index)
+        version = versions.of_write[stmt.name]
         kern = Kernel(stmt.name, stmt.expr, stmt.dtype, int(m.latency[stmt.name]), times, tuple(operands),
-                      stmt.write.tensor, out, first, last)
+                      stmt.write.tensor, out, first, last, version.index, carry)
         kernels.append(kern)
         if program.tensor(stmt.write.tensor).role == "output":
-            outputs.append(GlobalOutput(stmt.write.tensor, kern.wire,
-                                        Firings(times[emit] + kern.latency, out[emit])))
-        else:
-            roots.append(Tap(f"{stmt.write.tensor}.in", kern.wire, "wire"))
+            final = versions.final[stmt.name][order]
+            if final.any():
+                outputs.append(GlobalOutput(stmt.write.tensor, kern.wire,
+                                            Firings(times[final] + kern.latency, out[final]), version.index))
+        if version.buffer in buffers:
+            roots.append(Tap(f"{version.buffer}.in", kern.wire, "wire"))
     return kernels, inputs, outputs, roots
 
 
 def _taps(m: Mapping) -> list[Tap]:
     out = []
     for ub in m.buffers:
-        edges = m.edges.get(ub.tensor, {})
+        edges = m.edges.get(ub.name, {})
         position = {r.name: i for i, r in enumerate(ub.reads)}
         ports = sorted((p for p, e in edges.items() if e.kind in ("wire", "sr")),
-                       key=lambda p: (m.distances[(ub.tensor, p)], position[p]))
+                       key=lambda p: (m.distances[(ub.name, p)], position[p]))
         for p in ports:
             e = edges[p]
-            source = f"{ub.tensor}.in" if e.source == ROOT else e.source
+            source = f"{ub.name}.in" if e.source == ROOT else e.source
             out.append(Tap(p, source, e.kind, int(e.delay)))
     return out
 
@@ -130,7 +138,7 @@ def _taps(m: Mapping) -> list[Tap]:
 def _memory(pb, m: Mapping) -> Memory:
     spec = m.spec
     lat = spec.sram_read_latency
-    source = f"{pb.buffer}.in" if pb.memory == pb.buffer else f"{pb.buffer}.{pb.memory.split('@', 1)[1]}"
+    source = f"{pb.buffer}.in" if pb.source == ROOT else pb.source
     words = pb.word(pb.write.elements)
     ids, pos = np.unique(words, return_inverse=True)
     ready = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
@@ -149,7 +157,7 @@ def _memory(pb, m: Mapping) -> Memory:
         fetch = t[start] - lat - m.shifts.get(f"{pb.name}|{r.name}", 0)
         reads.append(ReadStream(r.name, Firings(t, el), w, pb.lane(el), fetch, w[start], release))
     fragments = tuple((int(m.tile_of_fragment[f]), int(m.row_base.get(f, 0))) for f in pb.fragments)
-    return Memory(pb.name, pb.buffer, spec.fetch_width, int(pb.modulus), fragments, (write,), tuple(reads))
+    return Memory(pb.name, pb.tensor, spec.fetch_width, int(pb.modulus), fragments, (write,), tuple(reads), pb.version)
 
 
 def configure(m: Mapping) -> Configuration:

@@ -1,8 +1,15 @@
 """Dependence analysis of an affine program for the push-memory scheduler (seed 001 D2-D4).
 
 * :func:`statement_latency` — PE pipeline depth of a statement (preset assumption A4).
-* :func:`pipeline_class` — the D2 rule (001:L222): every reduction loop fully unrolled → ``stencil``,
-  else ``dnn``.
+* :func:`pipeline_class` — the D2 rule (001:L222) as a schedule shape: a program with a coarse tile loop
+  (``attrs.coarse_loops: 1``) is a ``dnn`` pipeline (double-buffered tiles, II by binary search); any other
+  program is a ``stencil`` pipeline scheduled by rate matching. The seed ties the two to whether every
+  reduction loop is unrolled; here a reduction loop that is not unrolled and not tiled is also rate
+  matched (its PE accumulates one step per cycle) — an extension the seed does not describe.
+* :func:`tile_loop` — the coarse tile loop: the first loop of the last statement (the stage that streams
+  results out). A statement that starts with it is *tiled* and writes tile-indexed data (its write's first
+  dimension is the tile variable); a statement without it runs once, before the tiles that read its data
+  (weights loaded once); it must not read tiled data.
 * :func:`rate_matching` — the SDF-style rate solve of the stencil scheduler (001:L232): loop levels linked
   through access maps form classes with fixed rational rate ratios (an access ``in[y/2]`` halves, a
   stride ``in[2*y]`` doubles); each class takes the smallest integer scale that keeps every statement
@@ -13,7 +20,9 @@
   delay-line reads on one single-port SRAM, constant AGG/TB shifts find no conflict-free interleaving, so
   a 66-pixel row takes 68 cycles.
 * :func:`schedule_problem` — the :class:`ScheduleProblem` of a program: exact dependence offsets by
-  enumerating each consumer's domain (islpy-free: domains are boxes, maps affine with floor divisors),
+  enumerating each consumer's domain, for every read of a version (:mod:`.versions`: init and update
+  statements of one tensor are versions; an update's accumulator reads the previous version at its first
+  reduction step, the *carry*) (islpy-free: domains are boxes, maps affine with floor divisors),
   extra SRAM-path latency for dependences whose distance is not constant (they cannot be shift
   registers and must pass AGG → SRAM → TB), buffer terms, stage ends, and for DNN pipelines the coarse
   tile loop with double-buffer slot constraints.
@@ -29,7 +38,9 @@ import numpy as np
 
 from solvermap.errors import InfeasibleError, InputError
 from solvermap.formulations.problems.scheduling import BufferTerm, Precedence, ScheduleProblem, StageEnd
-from solvermap.ir.loopnest import Access, Call, Cast, Const, Load, Program, Statement
+from solvermap.ir.loopnest import Call, Cast, Const, Load, Program, Statement
+from solvermap.mappers.pushmem.domains import grid, indices
+from solvermap.mappers.pushmem.versions import Versions, analyse, first_step, reduction_loops
 
 ASSOCIATIVE = ("add", "mul", "max", "min", "and", "or")
 
@@ -63,27 +74,10 @@ def statement_latency(stmt: Statement, op_latency: int = 1) -> int:
 
 
 def pipeline_class(program: Program) -> str:
-    return "dnn" if any(loop.kind == "reduction" for s in program.statements for loop in s.loops) else "stencil"
+    return "dnn" if tile_loop(program) is not None else "stencil"
 
 
 # ------------------------------------------------------------------ grids and maps
-
-
-def grid(stmt: Statement) -> list[np.ndarray]:
-    axes = [np.arange(loop.lo, loop.hi, dtype=np.int64) for loop in stmt.loops]
-    return [g.ravel() for g in np.meshgrid(*axes, indexing="ij")] if axes else []
-
-
-def indices(access: Access, points: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-    n = len(points[0]) if points else 1
-    out = []
-    for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
-        v = np.full(n, off, dtype=np.int64)
-        for c, g in zip(row, points):
-            if c:
-                v = v + c * g
-        out.append(np.floor_divide(v, div))
-    return tuple(out)
 
 
 def _single(row: tuple[int, ...]) -> tuple[int, int] | None:
@@ -91,20 +85,14 @@ def _single(row: tuple[int, ...]) -> tuple[int, int] | None:
     return nz[0] if len(nz) == 1 else None
 
 
-def temp_producers(program: Program) -> dict[str, Statement]:
-    """The single producer of every non-input, non-output tensor (a unified buffer, 001:L218)."""
-    out: dict[str, Statement] = {}
-    for s in program.statements:
-        t = program.tensor(s.write.tensor)
-        if t.role == "output":
-            continue
-        if t.role == "input":
-            raise InputError(program.source or program.name, f"statement '{s.name}'", f"writes input tensor '{t.name}'")
-        if t.name in out:
-            raise InputError(program.source or program.name, f"tensor '{t.name}'",
-                             f"written by '{out[t.name].name}' and '{s.name}'; a unified buffer has one producer")
-        out[t.name] = s
-    return out
+def version_reads(program: Program, versions: Versions):
+    """Every read of a version: (consumer, label, access, point mask or None, version), carries included."""
+    for c in program.statements:
+        for k, acc in enumerate(c.reads):
+            if (c.name, k) in versions.reads:
+                yield c, f"#{k}", acc, None, versions.reads[(c.name, k)]
+        if c.name in versions.carry:
+            yield c, "#carry", c.write, "first", versions.carry[c.name]
 
 
 # ------------------------------------------------------------------ rate matching (stencil pipelines)
@@ -137,28 +125,26 @@ class _UnionFind:
 
 def rate_matching(program: Program, fetch_width: int = 1) -> dict[str, tuple[int, ...]]:
     """Integer rates per statement and loop (see module docstring); raises when ratios conflict."""
-    producers = temp_producers(program)
+    versions = analyse(program)
+    stmt = {s.name: s for s in program.statements}
     nodes = [(s.name, j) for s in program.statements for j in range(len(s.loops))]
     uf = _UnionFind({n: n for n in nodes}, {n: Fraction(1) for n in nodes})
-    for c in program.statements:
-        for acc in c.reads:
-            p = producers.get(acc.tensor)
-            if p is None:
+    for c, _, acc, _, version in version_reads(program, versions):
+        p = stmt[version.producer]
+        for row_r, row_w, div in zip(acc.coeffs, p.write.coeffs, acc.divisors):
+            r, w = _single(row_r), _single(row_w)
+            if r is None or w is None:
                 continue
-            for row_r, row_w, div in zip(acc.coeffs, p.write.coeffs, acc.divisors):
-                r, w = _single(row_r), _single(row_w)
-                if r is None or w is None:
-                    continue
-                (jc, a_r), (jp, a_w) = r, w
-                # one step of consumer loop jc moves the element by a_r/div = a_r/(div*a_w) producer steps
-                if not uf.union((c.name, jc), (p.name, jp), Fraction(a_r, div * a_w)):
-                    raise InfeasibleError(f"schedule: rate matching: loop '{c.loops[jc].var}' of '{c.name}' needs "
-                                          f"conflicting rates relative to '{p.name}'")
+            (jc, a_r), (jp, a_w) = r, w
+            # one step of consumer loop jc moves the element by a_r/div = a_r/(div*a_w) producer steps
+            if not uf.union((c.name, jc), (p.name, jp), Fraction(a_r, div * a_w)):
+                raise InfeasibleError(f"schedule: rate matching: loop '{c.loops[jc].var}' of '{c.name}' needs "
+                                      f"conflicting rates relative to '{p.name}'")
     classes: dict = {}
     for n in nodes:
         root, r = uf.find(n)
         classes.setdefault(root, []).append((n, r))
-    stmt = {s.name: s for s in program.statements}
+    pure = {s.name: len(s.loops) - len(reduction_loops(s)) for s in program.statements}
     q: dict[tuple[str, int], int] = {}
     pending = dict(classes)
     while pending:
@@ -175,7 +161,7 @@ def rate_matching(program: Program, fetch_width: int = 1) -> dict[str, tuple[int
             for ((s, j), _), b in zip(members, base):
                 need = 1 + sum(q[(s, jj)] * (stmt[s].loops[jj].extent - 1) for jj in range(j + 1, len(stmt[s].loops)))
                 k = max(k, -(-need // b))
-            if all(j == len(stmt[s].loops) - 2 for (s, j), _ in members):  # rows: whole wide words per row
+            if all(j == pure[s] - 2 for (s, j), _ in members):  # rows (outside the innermost data loop): whole wide words
                 while any(b * k % fetch_width for b in base):
                     k += 1
             for ((s, j), _), b in zip(members, base):
@@ -251,99 +237,125 @@ def _writes(program: Program, stmt: Statement, rates, fw: int) -> _Writes:
     return _Writes(last_rest, last_coarse, written, fill)
 
 
-def coarse_loops(program: Program) -> int:
-    n = int(program.attrs.get("coarse_loops", 0))
-    if n > 1:
-        raise InputError(program.source or program.name, "attrs.coarse_loops", "at most one coarse (tile) loop is supported")
-    if n:
-        first = {(s.loops[0].var, s.loops[0].lo, s.loops[0].hi) for s in program.statements}
-        if len(first) != 1:
-            raise InputError(program.source or program.name, "attrs.coarse_loops",
-                             "every statement must start with the same tile loop")
-    return n
+def tile_loop(program: Program) -> tuple[str, int, int] | None:
+    """The coarse tile loop ``(var, lo, hi)`` of a program with ``attrs.coarse_loops: 1`` (see module doc)."""
+    source = program.source or program.name
+    try:
+        n = int(program.attrs.get("coarse_loops", 0))
+    except (TypeError, ValueError):
+        raise InputError(source, "attrs.coarse_loops", "must be 0 or 1") from None
+    if n not in (0, 1):
+        raise InputError(source, "attrs.coarse_loops", "at most one coarse (tile) loop is supported")
+    if not n:
+        return None
+    last = program.statements[-1]
+    if not last.loops:
+        raise InputError(source, "attrs.coarse_loops", f"the last statement '{last.name}' has no loop to tile")
+    return (last.loops[0].var, last.loops[0].lo, last.loops[0].hi)
+
+
+def tiled(program: Program, loop: tuple[str, int, int] | None) -> set[str]:
+    """Statements that start with the tile loop; each must write tile-indexed data (first index = the tile)."""
+    if loop is None:
+        return set()
+    out = set()
+    for s in program.statements:
+        if not s.loops or (s.loops[0].var, s.loops[0].lo, s.loops[0].hi) != loop:
+            continue
+        row, off, div = s.write.coeffs[0], s.write.offsets[0], s.write.divisors[0]
+        if row[0] != 1 or any(row[1:]) or off != 0 or div != 1:
+            raise InputError(program.source or program.name, f"statement '{s.name}'",
+                             f"is inside the tile loop '{loop[0]}' but writes {s.write.text()}; a tiled statement "
+                             f"writes tile-indexed data ({s.write.tensor}[{loop[0]}, ...])")
+        out.add(s.name)
+    return out
 
 
 def schedule_problem(program: Program, *, fetch_width: int = 4, sram_read_latency: int = 1, fetch_slack: int = 4,
                      op_latency: int = 1, slots: int = 2) -> ScheduleProblem:
     """The ScheduleProblem of ``program`` (stencil: matched rates; dnn: coarse tile loop + dense stages)."""
+    source = program.source or program.name
+    versions = analyse(program)
+    loop = tile_loop(program)
+    inside = tiled(program, loop)
     kind = pipeline_class(program)
-    producers = temp_producers(program)
-    ncoarse = coarse_loops(program)
-    if kind == "dnn" and not ncoarse:
-        raise InputError(program.source or program.name, "attrs.coarse_loops",
-                         "a DNN pipeline (a reduction loop that is not unrolled) needs one coarse tile loop")
-    for s in program.statements:
-        if s.accumulate and any(l.kind != "reduction" for l in s.loops[len(s.loops) - sum(l.kind == "reduction" for l in s.loops):]):
-            raise InputError(program.source or program.name, f"statement '{s.name}'",
-                             "reduction loops must be innermost (the PE accumulates in place)")
+    stmt = {s.name: s for s in program.statements}
     latency = {s.name: statement_latency(s, op_latency) for s in program.statements}
-    if kind == "stencil" and not ncoarse:
-        matched = rate_matching(program, fetch_width)
-        rates: dict[str, tuple[int | None, ...]] = {k: tuple(v) for k, v in matched.items()}
+    if loop is None:
+        rates: dict[str, tuple[int | None, ...]] = {k: tuple(v) for k, v in rate_matching(program, fetch_width).items()}
     else:
-        rates = {s.name: (None,) * ncoarse + dense_rates(Statement(s.name, s.loops[ncoarse:], s.write, s.expr))
-                 for s in program.statements}
-    writes = {t: _writes(program, p, rates[p.name], fetch_width) for t, p in producers.items()}
+        rates = {s.name: ((None,) + dense_rates(Statement(s.name, s.loops[1:], s.write, s.expr)) if s.name in inside
+                          else dense_rates(s)) for s in program.statements}
+    reads = list(version_reads(program, versions))
+    for c, _, _, _, version in reads:
+        if loop is not None and c.name not in inside and version.producer in inside:
+            raise InputError(source, f"statement '{c.name}'", f"runs once (outside the tile loop '{loop[0]}') but reads "
+                                                               f"'{version.tensor}', which '{version.producer}' writes per tile")
+    producers = {v.producer for *_, v in reads}
+    writes = {p: _writes(program, stmt[p], rates[p], fetch_width) for p in producers}
     precedences: list[Precedence] = []
     buffers: list[BufferTerm] = []
     ends: list[StageEnd] = []
     spans: dict[str, int] = {}
-    tiles = program.statements[0].loops[0].extent if ncoarse else 1
+    tiles = loop[2] - loop[1] if loop is not None else 1
     mem_latency: dict[str, int] = {}
+    times = {}
     for c in program.statements:
         pts = grid(c)
         c_rest, c_coarse = _time_parts(c, rates[c.name], pts)
+        times[c.name] = (pts, c_rest)
         spans[c.name] = int(c_rest.max() - c_rest.min() + 1)
         ends.append(StageEnd(c.name, int(c_rest.max()) + latency[c.name], int(c_coarse.max())))
-        for k, acc in enumerate(c.reads):
-            p = producers.get(acc.tensor)
-            if p is None:
-                continue
-            t = program.tensor(acc.tensor)
-            flat = np.ravel_multi_index(indices(acc, pts), t.shape)
-            w = writes[acc.tensor]
-            if not w.written[flat].all():
-                raise InputError(program.source or program.name, f"statement '{c.name}'",
-                                 f"reads elements of '{acc.tensor}' that '{p.name}' never writes")
-            p_rest, p_coarse = w.rest[flat], w.coarse[flat]
-            dk = p_coarse - c_coarse
-            wait = c_rest - p_rest  # consumer time − producer issue time, without delays and II
-            constant = bool(np.all(dk == dk[0]) and np.all(wait == wait[0]))
-            extra = 0 if constant else w.fill + 1 + sram_read_latency + 1 + fetch_slack
-            mem_latency[acc.tensor] = w.fill + 1 + sram_read_latency + 1 + fetch_slack
-            for delta in np.unique(dk):
-                sel = dk == delta
-                precedences.append(Precedence(p.name, c.name, int((-wait[sel]).max()) + latency[p.name] + extra, int(delta),
-                                              "dependence", f"{p.name}->{c.name}#{k}"))
-                buffers.append(BufferTerm(acc.tensor, p.name, c.name, int(wait[sel].max()) - latency[p.name], -int(delta)))
+    for c, label, acc, mask, version in reads:
+        p = stmt[version.producer]
+        pts, _ = times[c.name]
+        c_rest, c_coarse = _time_parts(c, rates[c.name], pts)
+        if mask is not None:
+            sel = first_step(c, pts)
+            pts, c_rest, c_coarse = [g[sel] for g in pts], c_rest[sel], c_coarse[sel]
+        flat = np.ravel_multi_index(indices(acc, pts), program.tensor(acc.tensor).shape)
+        w = writes[p.name]
+        p_rest, p_coarse = w.rest[flat], w.coarse[flat]
+        dk = p_coarse - c_coarse
+        wait = c_rest - p_rest  # consumer time − producer issue time, without delays and II
+        constant = bool(np.all(dk == dk[0]) and np.all(wait == wait[0]))
+        path = w.fill + 1 + sram_read_latency + 1 + fetch_slack
+        extra = 0 if constant else path
+        mem_latency[version.buffer] = path
+        for delta in np.unique(dk):
+            sel = dk == delta
+            precedences.append(Precedence(p.name, c.name, int((-wait[sel]).max()) + latency[p.name] + extra, int(delta),
+                                          "dependence", f"{p.name}->{c.name}{label}"))
+            buffers.append(BufferTerm(version.buffer, p.name, c.name, int(wait[sel].max()) - latency[p.name], -int(delta)))
     # buffer weights: values written per cycle by the producer
     weights = {}
-    for tname, p in producers.items():
-        count = int(writes[tname].written.sum()) / tiles
-        weights[tname] = count / max(1, spans[p.name])
+    for *_, version in reads:
+        per_tile = tiles if version.producer in inside else 1
+        weights[version.buffer] = int(writes[version.producer].written.sum()) / per_tile / max(1, spans[version.producer])
     buffers = [BufferTerm(b.tensor, b.producer, b.consumer, b.const, b.ii_coef, round(weights[b.tensor], 6)) for b in buffers]
     ii_bounds = None
-    if ncoarse:
+    if loop is not None:
         # double buffering: element e of tile n+slots is written after the last read of e in tile n
-        for tname, p in producers.items():
-            last_read = np.full(program.tensor(tname).size, np.iinfo(np.int64).min, dtype=np.int64)
-            readers = []
-            for c in program.statements:
-                for acc in c.reads:
-                    if acc.tensor != tname:
-                        continue
-                    pts = grid(c)
-                    c_rest, _ = _time_parts(c, rates[c.name], pts)
-                    flat = np.ravel_multi_index(indices(acc, pts), program.tensor(tname).shape)
-                    per = np.full(program.tensor(tname).size, np.iinfo(np.int64).min, dtype=np.int64)
-                    np.maximum.at(per, flat, c_rest)
-                    readers.append((c.name, per))
-            w = writes[tname]
-            for cname, per in readers:
-                sel = per > np.iinfo(np.int64).min
-                const = int((per[sel] - w.rest[sel]).max()) - latency[p.name]
-                precedences.append(Precedence(cname, p.name, const, -slots, "buffer-slots", f"{tname}:{cname}->{p.name}"))
-        lower = max(spans.values())
+        minimum = np.iinfo(np.int64).min
+        last_read: dict[tuple[str, str], np.ndarray] = {}
+        for c, _, acc, mask, version in reads:
+            if version.producer not in inside:
+                continue  # data written once lives for the whole run
+            pts, c_rest = times[c.name]
+            if mask is not None:
+                sel = first_step(c, pts)
+                pts, c_rest = [g[sel] for g in pts], c_rest[sel]
+            shape = program.tensor(acc.tensor).shape
+            per = last_read.setdefault((version.buffer, c.name), np.full(int(np.prod(shape)), minimum, dtype=np.int64))
+            np.maximum.at(per, np.ravel_multi_index(indices(acc, pts), shape), c_rest)
+        by_buffer = versions.by_buffer()
+        for (buffer, cname), per in last_read.items():
+            p = by_buffer[buffer].producer
+            sel = per > minimum
+            const = int((per[sel] - writes[p].rest[sel]).max()) - latency[p]
+            precedences.append(Precedence(cname, p, const, -slots, "buffer-slots", f"{buffer}:{cname}->{p}"))
+        tiled_spans = [spans[s] for s in inside] or [1]
+        lower = max(tiled_spans)
         upper = sum(spans[s] + latency[s] for s in spans) + sum(mem_latency.values()) + max(spans.values())
         ii_bounds = (lower, max(lower, upper))
     seq = sum(s.points * latency[s.name] for s in program.statements)
@@ -351,6 +363,6 @@ def schedule_problem(program: Program, *, fetch_width: int = 4, sram_read_latenc
     return ScheduleProblem(
         stages=tuple(s.name for s in program.statements), rates=rates, latency=latency,
         precedences=tuple(precedences), ends=tuple(ends), buffers=tuple(buffers), ii_bounds=ii_bounds,
-        horizon=horizon, pipeline=kind, slots=slots if ncoarse else 0, program=program, name=f"schedule:{program.name}",
-        notes={"tiles": tiles, "mem_latency": mem_latency, "spans": spans},
+        horizon=horizon, pipeline=kind, slots=slots if loop is not None else 0, program=program,
+        name=f"schedule:{program.name}", notes={"tiles": tiles, "mem_latency": mem_latency, "spans": spans},
     )

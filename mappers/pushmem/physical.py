@@ -21,6 +21,9 @@ from solvermap.mappers.pushmem.ports import Memory, Stream
 from solvermap.mappers.pushmem.storage import circular_modulus, linear_address, word_lifetimes
 
 
+PORT_WINDOW = 16  # cycles over which SRAM port use is counted when packing buffers onto a tile
+
+
 @dataclass(eq=False)
 class PhysicalBuffer:
     name: str
@@ -36,6 +39,9 @@ class PhysicalBuffer:
     fw: int
     modulus: int = 0  # wide words
     fragments: list[str] = field(default_factory=list)
+    source: str = ""  # the wire its AGG listens to: ROOT (the buffer's input) or the tap port feeding the memory
+    tensor: str = ""  # the tensor whose values it holds
+    version: int = 0  # which of the tensor's producers wrote them
 
     def address(self, elements: np.ndarray) -> np.ndarray:
         """Bank-local word address (before the circular modulus)."""
@@ -86,7 +92,8 @@ def physical_buffers(mems: list[Memory], banking: Banking, fw: int) -> list[Phys
                     continue
                 suffix = ("" if fn.copies == 1 else f".c{c}") + ("" if fn.modulus == 1 else f".b{b}")
                 out.append(PhysicalBuffer(mem.name + suffix, mem.name, mem.buffer, mem.shape, fn.modulus, fn.alpha, c, b,
-                                          write, reads, fw))
+                                          write, reads, fw, source=mem.source, tensor=mem.tensor or mem.buffer,
+                                          version=mem.version))
     return out
 
 
@@ -100,21 +107,50 @@ def minimise_storage(buffers: list[PhysicalBuffer]) -> dict[str, int]:
     return out
 
 
+def sram_accesses(pb: PhysicalBuffer) -> np.ndarray:
+    """Cycles (before wide-fetch shifts) of a physical buffer's SRAM accesses: one write per wide word when
+    its last lane has arrived, one fetch per visit (a run of reads of one word) of each read stream."""
+    words = pb.word(pb.write.elements)
+    ids, pos = np.unique(words, return_inverse=True)
+    ready = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(ready, pos, pb.write.times)
+    events = [ready + 1]
+    for r in pb.reads:
+        order = np.argsort(r.times, kind="stable")
+        t, w = r.times[order], pb.word(r.elements[order])
+        if len(t):
+            events.append(t[np.r_[True, w[1:] != w[:-1]]])
+    return np.sort(np.concatenate(events))
+
+
+def port_duty(times: np.ndarray, window: int) -> float:
+    """Most SRAM accesses in any ``window`` consecutive cycles, per cycle (1.0: the single port is full)."""
+    if not len(times):
+        return 0.0
+    return float(np.max(np.searchsorted(times, times + window, side="left") - np.arange(len(times)))) / window
+
+
 def memtile_problem(buffers: list[PhysicalBuffer], spec) -> PartitionProblem:
-    """Fragments (chaining, Eqs. 5/6) as items; MEM tiles as bins (words, AGG/TB ports, accesses/cycle)."""
+    """Fragments (chaining, Eqs. 5/6) as items; MEM tiles as bins (words, AGG/TB ports, accesses/cycle, and
+    the single SRAM port: the fragments of one tile use it at most once per cycle over any window of
+    :data:`PORT_WINDOW` cycles — the wide-fetch shifts can move an access only a few cycles, so two buffers
+    that each keep the port busy cannot share it; assumption, the seed packs one buffer per tile, 001:L282).
+    A buffer chained over several tiles counts its whole port use on each."""
     cap = spec.tile_words // spec.fetch_width
     items = []
     for pb in buffers:
         pb.fragments = []
         count = max(1, -(-pb.modulus // cap))
+        duty = min(1.0, round(port_duty(sram_accesses(pb), PORT_WINDOW), 6))
         for f in range(count):
             rows = min(cap, pb.modulus - f * cap) if pb.modulus else 0
             name = pb.name if count == 1 else f"{pb.name}#{f}"
             pb.fragments.append(name)
             items.append(Item(name, {"words": float(rows * spec.fetch_width), "agg": 1.0, "tb": float(len(pb.reads)),
-                                     "accesses": float(pb.peak_accesses())}))
+                                     "accesses": float(pb.peak_accesses()), "sram_port": duty}))
     tile = BinType("mem_tile", {"words": float(spec.tile_words), "agg": float(spec.tile_write_ports),
-                                "tb": float(spec.tile_read_ports), "accesses": float(spec.tile_accesses_per_cycle)},
+                                "tb": float(spec.tile_read_ports), "accesses": float(spec.tile_accesses_per_cycle),
+                                "sram_port": 1.0},
                    count=spec.mem_tiles, cost=1.0)
     return PartitionProblem(tuple(items), (tile,), name="memtile")
 

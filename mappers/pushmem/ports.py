@@ -34,7 +34,7 @@ def shift_register_problem(buffers: list[UnifiedBuffer], spec, mem_latency: dict
                 np.maximum.at(last, p.elements, p.times)
             el = np.nonzero(last >= 0)[0]
             words = max_live(avail[el], last[el])
-        out.append(BufferPorts(ub.tensor, tuple(ports), int(mem_latency.get(ub.tensor, 0)), words,
+        out.append(BufferPorts(ub.name, tuple(ports), int(mem_latency.get(ub.name, 0)), words,
                                np.sort(ub.write.times), streams, avail))
     costs = spec.costs
     return ShiftRegisterProblem(tuple(out), spec.max_shift_register, costs.register_area_um2, costs.sram_word_area_um2,
@@ -52,11 +52,13 @@ class Stream:
 @dataclass(eq=False)
 class Memory:
     name: str
-    buffer: str
+    buffer: str  # the unified buffer (a tensor, or one version of it)
     shape: tuple[int, ...]
     source: str  # ROOT or the tap port feeding it
     write: Stream
     reads: list[Stream] = field(default_factory=list)
+    tensor: str = ""  # the tensor whose values it holds
+    version: int = 0  # which of the tensor's producers wrote them
 
     @property
     def streams(self) -> list[Stream]:
@@ -71,16 +73,17 @@ def memories(buffers: list[UnifiedBuffer], problem: ShiftRegisterProblem, plan: 
     dist = tap_distances(problem)
     out = []
     for ub in buffers:
-        edges = plan.edges.get(ub.tensor, {})
+        edges = plan.edges.get(ub.name, {})
         by_source: dict[str, list[str]] = {}
         for port, e in edges.items():
             if e.kind in ("mem", "random"):
                 by_source.setdefault(e.source, []).append(port)
         el = ub.write.elements
         for src, ports in sorted(by_source.items()):
-            d_src = 0 if src == ROOT else dist[(ub.tensor, src)]
-            name = f"{ub.tensor}" + ("" if src == ROOT else f"@{src.split('.', 1)[1]}")
-            mem = Memory(name, ub.tensor, ub.shape, src, Stream(f"{name}.w", "write", ub.write.times + d_src, el))
+            d_src = 0 if src == ROOT else dist[(ub.name, src)]
+            name = ub.name + ("" if src == ROOT else f"@{src.split('.', 1)[1]}")
+            mem = Memory(name, ub.name, ub.shape, src, Stream(f"{name}.w", "write", ub.write.times + d_src, el),
+                         tensor=ub.tensor, version=ub.version)
             for port in sorted(ports):
                 e = edges[port]
                 if e.kind == "mem":

@@ -1,10 +1,13 @@
 """UNIT tensorize study (seed 002, Table I ablation + ResNet-18 conv layers), on this machine.
 
-For every layer (full size): the feasible VNNI loop mappings (CP-SAT enumeration), the solver's mapping
-and UNIT's greedy innermost mapping with their objectives, the padding overhead (extra MACs), the
-tuned schedule against UNIT's default pair (3000, 8), and the measured latency of the compiled
-AVX-512 VNNI kernel against the same nest untensorized, the naive nest and NumPy (im2col + float64
-BLAS GEMM, exact). Every compiled kernel's output is compared bit-exactly with the NumPy reference.
+For every layer (full size), on the x86 target this CPU's flags pick (``--target``; ``solvermap
+targets``): the feasible loop mappings (CP-SAT enumeration), the solver's mapping and UNIT's greedy
+innermost mapping with their objectives, the padding overhead (extra MACs), the tuned schedule
+against UNIT's default pair (3000, 8), and the measured latency of the compiled kernel against the
+same nest untensorized (tuned for itself), the naive nest, NumPy (im2col + float64 BLAS GEMM, exact)
+and onnxruntime's ConvInteger / QLinearConv. Every compiled kernel's output is compared bit-exactly
+with the NumPy reference; the CPU model is recorded. The peers benchmark with every target, TVM and
+the GMAC/s table of the README is ``bench/tensorize_peers.py``.
 Tuning profiles every pair of UNIT's enumeration (so the pair that first reaches the best is known:
 the seed reports > 50 % of kernels optimal at the first pair and > 95 % within 8, 002:L310) plus
 Optuna samples pre-filtered by the latency model.
@@ -33,6 +36,7 @@ import pandas as pd
 from solvermap.formulations import tensorize as model
 from solvermap.formulations.problems.tensorize import objective
 from solvermap.formulations.solver import SolverConfig
+from solvermap.hardware.cpu import best_x86_target, toolchain
 from solvermap.hardware.cpu.instructions import descriptor
 from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
@@ -82,7 +86,11 @@ def run_layer(name: str, args) -> tuple[dict, list[dict]]:
         "predicted_bound": v["predicted_bound"],
         "unit_pair_reaching_best": v["tuning"]["unit_pair_reaching_best"],
         "schedules_measured": v["tuning"]["schedules_measured"], "optuna_pruned": v["tuning"]["pruned"],
-        "untensorized_uses_vpdpbusd": v["untensorized_uses_instruction"],
+        "untensorized_uses_instruction": v["untensorized_uses_instruction"],
+        "gmacs": v["gmacs"], "full_range_exact": v["full_range"]["exact"],
+        "speedup_vs_onnxruntime": v["speedup_vs_onnxruntime"],
+        "speedup_vs_onnxruntime_qlinearconv": v["speedup_vs_onnxruntime_qlinearconv"],
+        "target": args.target, "cpu_model": toolchain.cpu_model(),
         "load_before": v["timing"]["load_average_before"][0], "load_after": v["timing"]["load_average_after"][0],
     }
     if greedy is not None and greedy.loop_map != tuple(solver_map.items()):
@@ -140,7 +148,7 @@ def plots(df: pd.DataFrame, trials: pd.DataFrame, out: Path) -> None:
     ax.set_yscale("log")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x, [n.replace("conv_table1_", "T").replace("resnet18_conv", "R") for n in df["layer"]], rotation=0)
-    ax.set_ylabel("speedup of the VNNI kernel (log)")
+    ax.set_ylabel(f"speedup of the {df['target'].iloc[0]} kernel (log)")
     ax.set_title("UNIT tensorization on this CPU (1 thread, median of interleaved rounds; T = Table I, R = ResNet-18)")
     ax.legend(loc="lower center", ncol=3, framealpha=0.9)
     fig.tight_layout()
@@ -193,13 +201,16 @@ def summarise(df: pd.DataFrame) -> dict:
         "load_average_range": [float(df[["load_before", "load_after"]].min().min()),
                                float(df[["load_before", "load_after"]].max().max())],
         "threads": 1,
+        "target": str(df["target"].iloc[0]), "cpu_model": toolchain.cpu_model(),
+        "cpu_isa": sorted(f for f in toolchain.cpu_flags() if f.startswith(("avx", "fma", "amx"))),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", nargs="*", default=LAYERS)
-    parser.add_argument("--target", default="x86-vnni")
+    parser.add_argument("--target", default=best_x86_target() or "x86-avx2",
+                        help="default: the fastest x86 target this CPU runs")
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--pairs", type=int, default=36, help="UNIT pairs profiled (36 = the whole 6 x 6 grid)")
     parser.add_argument("--rounds", type=int, default=7)

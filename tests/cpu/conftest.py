@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from solvermap.hardware.cpu.instructions import VNNI_VPDPBUSD
-from solvermap.hardware.cpu.toolchain import cpu_flags
 from solvermap.ir.workloads import build
 from solvermap.ir.workloads.cpu_conv import TABLE_I
 from solvermap.mappers.cpu.inspector import inspect
@@ -27,10 +28,26 @@ def problem_for(name: str, params: dict | None = None, instruction=VNNI_VPDPBUSD
     return verdict.problem
 
 
-def can_run_vnni() -> bool:
-    import shutil
-
-    return shutil.which("gcc") is not None and {"avx512f", "avx512bw", "avx512_vnni", "avx512vl"} <= cpu_flags()
+X86_TARGETS = ("x86-vnni", "x86-avxvnni", "x86-avx2", "x86-avx2-u7")
 
 
-needs_vnni = pytest.mark.skipif(not can_run_vnni(), reason="needs gcc and an AVX-512 VNNI CPU")
+def runnable_here(target: str) -> tuple[bool, str]:
+    from solvermap.hardware.cpu import runnable
+    from solvermap.hardware.targets import load_target
+
+    return runnable(load_target(target))
+
+
+def needs_target(target: str):
+    ok, why = runnable_here(target)
+    return pytest.mark.skipif(not ok, reason=f"target {target} cannot run here: {why}")
+
+
+needs_vnni = needs_target("x86-vnni")
+needs_objdump = pytest.mark.skipif(shutil.which("objdump") is None,
+                                   reason="objdump (binutils) is not installed: the disassembly cannot be checked")
+
+
+def x86_target_params():
+    """One pytest param per x86 target, skipped with the reason where this CPU cannot run it."""
+    return [pytest.param(t, marks=needs_target(t)) for t in X86_TARGETS]

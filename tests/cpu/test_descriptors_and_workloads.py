@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from solvermap.errors import InputError
+from solvermap.hardware.cpu import X86_TARGETS, best_x86_target
+from solvermap.hardware.cpu.toolchain import cpu_flags
+from solvermap.hardware.cpu.emulator import execute_instruction
 from solvermap.hardware.cpu.instructions import (
     ARM_SDOT,
+    AVX2_VPMADDUBSW,
+    AVX2_VPMADDWD,
     DESCRIPTORS,
     TENSORCORE_WMMA,
     VNNI_VPDPBUSD,
@@ -20,6 +30,28 @@ from solvermap.ir.workloads import build
 from solvermap.ir.workloads.cpu_conv import RESNET18, TABLE_I, TABLE_I_OHW, conv2d_inputs, conv2d_reference
 
 from .conftest import TABLE_I_NAMES, reduced_params
+
+
+def test_seven_bit_descriptor_saturates_pair_sums_like_vpmaddubsw():
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, (50, 32)).astype(np.uint8)
+    b = rng.integers(-128, 128, (50, 32)).astype(np.int8)
+    products = a.astype(np.int64) * b
+    pairs = np.clip(products.reshape(50, 16, 2).sum(-1), -32768, 32767)  # vpmaddubsw
+    want = pairs.reshape(50, 8, 2).sum(-1)  # vpmaddwd by ones
+    got = execute_instruction(AVX2_VPMADDUBSW, {"a": a, "b": b}, 50)
+    assert np.array_equal(got, want) and not np.array_equal(got, products.reshape(50, 8, 4).sum(-1))
+    seven = a // 2  # below 128: no pair sum reaches 2 * 127 * 128 = 32,512
+    assert np.array_equal(execute_instruction(AVX2_VPMADDUBSW, {"a": seven, "b": b}, 50),
+                          (seven.astype(np.int64) * b).reshape(50, 8, 4).sum(-1))
+
+
+def test_exact_avx2_descriptor_is_a_dot_product_of_pairs():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (20, 16)).astype(np.uint8)
+    b = rng.integers(-128, 128, (20, 16)).astype(np.int8)
+    got = execute_instruction(AVX2_VPMADDWD, {"a": a, "b": b}, 20)
+    assert np.array_equal(got, (a.astype(np.int64) * b).reshape(20, 8, 2).sum(-1))
 
 
 def test_vnni_descriptor_is_vpdpbusd_semantics():
@@ -58,9 +90,32 @@ def test_unknown_instruction_is_an_input_error():
 
 
 def test_presets_load_with_their_instruction():
-    for name in ("x86-vnni", "arm-dot", "tensorcore"):
+    for name in ("x86-vnni", "x86-avxvnni", "x86-avx2", "x86-avx2-u7", "arm-dot", "tensorcore"):
         spec = load_target(name)
         assert spec.family == "cpu" and spec.instruction in DESCRIPTORS and spec.assumptions
+
+
+def test_targets_command_says_which_targets_this_cpu_runs():
+    proc = subprocess.run([sys.executable, "-m", "solvermap.cli", "targets", "--json"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    for name in ("x86-vnni", "x86-avxvnni", "x86-avx2", "x86-avx2-u7"):
+        needed = set(load_target(name).toolchain.required_cpu_flags)
+        assert rows[name]["runs_here"] == (needed <= cpu_flags() and shutil.which("gcc") is not None), name
+    assert rows["arm-dot"]["runs_here"] is False and "descriptor only" in rows["arm-dot"]["why_not"]
+    assert rows["puma"]["runs_here"] is None  # a simulated target: not applicable
+
+
+def test_a_target_needing_a_flag_this_cpu_lacks_names_the_flag():
+    spec = load_target("x86-avx2", {"toolchain.required_cpu_flags": ["avx2", "no_such_flag"]})
+    assert spec.runs_here() == (False, "this CPU lacks no_such_flag")
+
+
+def test_the_best_x86_target_is_the_first_this_cpu_runs():
+    best = best_x86_target()
+    runs = [name for name in X86_TARGETS if load_target(name).runs_here()[0]]
+    assert best == (runs[0] if runs else None)
 
 
 def test_table_i_layers_have_the_seed_output_sizes():

@@ -8,12 +8,12 @@ import pytest
 
 from solvermap.formulations.problems.tensorize import mapping_from_pairs
 from solvermap.hardware.cpu.instructions import VNNI_VPDPBUSD
-from solvermap.hardware.cpu.latency_model import estimate
-from solvermap.hardware.cpu.nest import Schedule, fused_extent, split_dp_loops, unroll_extent
+from solvermap.hardware.cpu.latency_model import distinct_registers, estimate, live_registers
+from solvermap.hardware.cpu.nest import Schedule, blocks, fused_extent, split_dp_loops, unroll_extent
 from solvermap.hardware.targets import load_target
 from solvermap.mappers.cpu.baselines import unit_greedy_mapping, unit_pairs, unit_schedule
 from solvermap.mappers.cpu.rewriter import rewrite
-from solvermap.mappers.cpu.tuner import schedule_space, tune
+from solvermap.mappers.cpu.tuner import register_tiles, schedule_space, tune
 
 from .conftest import problem_for
 
@@ -112,3 +112,36 @@ def test_greedy_baseline_prefers_the_innermost_eligible_loops():
     problem = problem_for("resnet18_conv1")  # OW = 112 tiles by 16; no reduction loop tiles by 4
     assert dict(unit_greedy_mapping(problem).loop_map) == {"i": "x", "j": "s"}
     assert dict(unit_greedy_mapping(problem_for("conv_table1_3")).loop_map) == {"i": "k", "j": "c"}
+
+
+def test_an_unroll_factor_with_a_residue_adds_one_partial_block_per_enclosing_iteration():
+    extents = {"k_o": 2, "y": 5, "x": 7}
+    parts = split_dp_loops(extents, Schedule(("k_o", "y", "x"), (1, 5), (2, 3)))  # x = 2 blocks of 3 + 1
+    assert blocks(parts) == [(2 * 5 * 2, 3), (2 * 5, 1)]
+    assert sum(n * u for n, u in blocks(parts)) == 2 * 5 * 7
+
+
+def test_a_tile_splits_a_loop_between_the_breakpoints_by_a_divisor():
+    extents = {"k_o": 4, "y": 5, "x": 7}
+    parts = split_dp_loops(extents, Schedule(("y", "k_o", "x"), (1, 4), (2, 4), (("k_o", 2),)))
+    assert unroll_extent(parts) == 2 * 4
+    for bad in ((("k_o", 3),), (("x", 1),), (("y", 5),)):  # not a divisor; after, before the breakpoints
+        with pytest.raises(ValueError, match="tile"):
+            split_dp_loops(extents, Schedule(("y", "k_o", "x"), (1, 4), (2, 4), bad))
+
+
+def test_register_tiles_fit_the_register_file_and_include_reduction_blocks():
+    nest = _nest("conv_table1_3")  # 1x1, 1056 channels: one reduction pass overflows L1
+    tiles = register_tiles(nest, TARGET.core, 4)
+    assert len(tiles) > 4 and any(t.reduction_block for t in tiles)
+    for schedule in tiles:
+        U, counts = distinct_registers(nest, schedule)
+        assert live_registers(U, counts) <= TARGET.core.vector_registers
+
+
+def test_reduction_blocks_reload_the_partial_sums_in_the_latency_model():
+    nest = _nest("conv_table1_3")
+    dp = tuple(l.var for l in nest.dp_loops)
+    whole = estimate(nest, Schedule(dp, (1, 1), (1, 1)), TARGET.core)
+    tiny = estimate(nest, Schedule(dp, (1, 1), (1, 1), (), 1), TARGET.core)
+    assert tiny.cycles > whole.cycles  # 264 passes over the accumulators cost more than they save

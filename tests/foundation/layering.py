@@ -8,7 +8,8 @@ literal name) only modules of the layers its own layer lists in :data:`ALLOWED`:
 layer           modules                                                     may import
 ==============  ==========================================================  ===========================================
 ``root``        ``solvermap`` (package), ``solvermap.errors``,              ``root``
-                ``solvermap.results``
+                ``solvermap.results``, ``solvermap.codec``,
+                ``solvermap.limits``, ``solvermap.inputs``
 ``ir``          ``solvermap.ir.*``                                          ``root``, ``ir``
 ``facade``      ``solvermap.formulations`` (package),                       ``root``, ``facade``
                 ``solvermap.formulations.solver[.*]``,
@@ -29,9 +30,15 @@ layer           modules                                                     may 
 ``run``         ``solvermap.config``, ``solvermap.runs``                    ``root``, ``facade``, ``run``
 ``mappers``     ``solvermap.mappers.*``                                     every layer above, and ``mappers``
 ``search``      ``solvermap.search.*``                                      ``mappers`` and below, and ``search``
-``studies``     ``solvermap.studies.*``                                     ``search`` and below, and ``studies``
+``studies``     ``solvermap.studies.*``                                     ``search`` and below, ``api``, and ``studies``
+``api``         ``solvermap.api``                                           ``search`` and below, and ``api``
 ``cli``         ``solvermap.cli``                                           everything
 ==============  ==========================================================  ===========================================
+
+The package ``solvermap`` itself re-exports the public API: its module ``__getattr__`` imports
+``solvermap.api`` on first use of a public name (:data:`LAZY_EXPORTS`). That import, inside that function
+only, is the one arrow allowed to point up: importing ``solvermap`` (as every import of a submodule does)
+runs none of it.
 
 The root modules ``errors`` and ``results`` are importable from every layer and import nothing below them.
 ``config`` and ``runs`` describe a run (a ``RunConfig`` holds a ``SolverConfig``; a run directory records the
@@ -65,17 +72,24 @@ ALLOWED: dict[str, set[str]] = {
     "run": {"root", "facade", "run"},
     "mappers": BELOW_MAPPERS | {"mappers"},
     "search": BELOW_MAPPERS | {"mappers", "search"},
-    "studies": BELOW_MAPPERS | {"mappers", "search", "studies"},
-    "cli": BELOW_MAPPERS | {"mappers", "search", "studies", "cli"},
+    "studies": BELOW_MAPPERS | {"mappers", "search", "api", "studies"},  # study scripts may use the public API
+    "api": BELOW_MAPPERS | {"mappers", "search", "api"},
+    "cli": BELOW_MAPPERS | {"mappers", "search", "studies", "api", "cli"},
 }
+
+#: module -> modules its module-level ``__getattr__`` may import lazily whatever their layer (the public API)
+LAZY_EXPORTS = {"solvermap": ("solvermap.api",)}
 
 ROOT_LAYERS = {
     "solvermap": "root",
     "solvermap.errors": "root",
     "solvermap.results": "root",
     "solvermap.codec": "root",
+    "solvermap.limits": "root",
+    "solvermap.inputs": "root",
     "solvermap.config": "run",
     "solvermap.runs": "run",
+    "solvermap.api": "api",
     "solvermap.cli": "cli",
     "solvermap.hpvm_config_command": "cli",
 }
@@ -161,10 +175,25 @@ def modules(roots: Mapping[str, Path]) -> dict[str, Path]:
     return out
 
 
+def lazy_lines(tree: ast.Module) -> set[int]:
+    """The lines of the module-level ``__getattr__`` function (where :data:`LAZY_EXPORTS` imports may stand)."""
+    return {line for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+
+
 def imports(module: str, path: Path, known: set[str]) -> Iterator[Import]:
-    """Every import of a ``solvermap`` module in ``path``: anywhere in the file, absolute or relative."""
+    """Every import of a ``solvermap`` module in ``path``: anywhere in the file, absolute or relative; an
+    import :data:`LAZY_EXPORTS` allows in the module's ``__getattr__`` is left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    lazy, allowed = lazy_lines(tree), LAZY_EXPORTS.get(module, ())
+    for imp in _imports(tree, module, package, path, known):
+        if imp.line in lazy and any(_within(imp.target, target) for target in allowed):
+            continue
+        yield imp
+
+
+def _imports(tree: ast.Module, module: str, package: str, path: Path, known: set[str]) -> Iterator[Import]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

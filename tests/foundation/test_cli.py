@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from solvermap import cli
+from solvermap import api, cli
 
 from . import toy_family  # noqa: F401 - registers the "toy" family
 
@@ -94,7 +94,7 @@ def test_same_config_gives_the_same_answer(monkeypatch, capsys, tmp_path, toy_ta
     (["map", "-w", "nope", "-t", "TOY"], "unknown workload 'nope' for target family 'toy'"),
     (["map", "-w", "toy_items", "-t", "TOY", "--set", "workload.size=3"], "field 'workload.size': unknown parameter"),
     (["map", "-w", "toy_items", "-t", "TOY", "--solver", "glpk"], "unknown backend 'glpk'"),
-    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "field 'capacity'"),
+    (["map", "-w", "toy_items", "-t", "TOY", "--set", "target.capacity=-2"], "--set target.capacity=-2: Input should be"),
     (["solve", "route", "-w", "toy_items", "-t", "TOY"], "decision 'route' is not part of the toy pipeline"),
     (["map", "-w", "toy_items", "-t", "missing.yaml"], "missing.yaml: no such file"),
     (["map", "--bogus"], "No such option: --bogus"),
@@ -132,7 +132,7 @@ def test_writing_the_model_of_a_decision_that_solved_no_milp_is_one_line():
     from solvermap.formulations.solver import ModelCapture
 
     with pytest.raises(ConfigError, match="decision 'bank' solved no MILP model with backend 'cpsat'.*--solver highs"):
-        cli._write_model("bank.lp", ModelCapture(), "bank", "cpsat")
+        api._write_model("bank.lp", ModelCapture(), "bank", "cpsat")
 
 
 def test_a_pyomo_backend_that_is_not_installed_is_one_line_naming_what_to_install(monkeypatch, capsys, tmp_path,

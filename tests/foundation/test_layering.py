@@ -122,6 +122,27 @@ def test_a_module_without_a_layer_is_reported(tmp_path):
     assert [(v.importer, v.arrow) for v in check(roots)] == [("solvermap.registry", "unplaced module: give it a layer")]
 
 
+LAZY_API = "def __getattr__(name):\n    from solvermap import api\n    return getattr(api, name)\n"
+
+
+def test_the_package_may_load_the_public_api_lazily_in_its_getattr(tmp_path):
+    roots, _ = synthetic(tmp_path, "solvermap/__init__.py", LAZY_API)
+    write(tmp_path, "solvermap/api.py", "from solvermap.mappers import pipeline\n")
+    assert check(roots) == []
+
+
+def test_the_package_may_not_import_the_public_api_at_module_level(tmp_path):
+    roots, path = synthetic(tmp_path, "solvermap/__init__.py", "from solvermap import api\n")
+    write(tmp_path, "solvermap/api.py", "")
+    assert [(v.path, v.arrow) for v in check(roots)] == [(path, "root -> api")]
+
+
+def test_the_packages_getattr_may_not_import_anything_else_from_above(tmp_path):
+    roots, path = synthetic(tmp_path, "solvermap/__init__.py", LAZY_API.replace("from solvermap import api",
+                                                                                "from solvermap.mappers import pipeline as api"))
+    assert [(v.path, v.arrow) for v in check(roots)] == [(path, "root -> mappers")]
+
+
 def test_planting_a_forbidden_import_in_a_copy_of_the_real_package_fails(tmp_path):
     roots = {}
     for name, folder in installed_roots().items():

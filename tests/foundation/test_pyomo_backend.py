@@ -204,3 +204,17 @@ def test_a_capture_leaves_out_the_infeasibility_probes():
         solve_milp(m, SolverConfig())
         explain_infeasible(m, SolverConfig())
     assert capture.solves == 1
+
+
+def test_a_pyomo_solve_under_json_output_prints_one_object_and_does_not_hang(tmp_path):
+    """``--json`` points descriptor 1 at stderr while the pipeline runs; Pyomo's output capture then redirects
+    the descriptors of sys.stdout and sys.stderr, which deadlocked when both were descriptor 2."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "solvermap.cli", "solve", "partition", "--workload", "dotproduct",
+                          "--target", "plasticine", "--solver", "pyomo-highs", "--json", "-q", "--out",
+                          str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["solver"]["backend"] == "pyomo-highs" and "deadlock" not in out.stderr

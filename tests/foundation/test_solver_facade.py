@@ -252,7 +252,7 @@ def test_ctrl_c_during_solves_raises_keyboard_interrupt_instead_of_being_swallow
         assert child.stdout.readline().strip() == "ready"
         time.sleep(1.5)  # many solves have run by now
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=20)
+        out, err = child.communicate(timeout=120)  # a hang guard only: under load the interrupted solve may finish slowly
     finally:
         if child.poll() is None:
             child.kill()

@@ -125,6 +125,15 @@ def test_sequence_is_optimal_only_when_its_certified_bound_meets_the_answer():
     assert sequence(parts, 9.0, None).status == Status.FEASIBLE and sequence(parts, 9.0, None).bound is None
 
 
+def test_a_share_of_a_budget_given_as_a_work_limit_is_work_not_wall_time():
+    """The default study's form (a wall cap of 30 s and 4 units of work): a share is 2 units of work under
+    the facade's backstop, not 2 wall seconds beside the whole work limit."""
+    budget = Budget(SolverConfig(time_limit_s=30, work_limit=4))
+    share = budget.share(0.5)
+    assert budget.total == 4 and share.work_budget() == pytest.approx(2) and share.work_limit is None
+    assert share.wall_limit() > 20 * share.work_budget()
+
+
 def test_sequence_says_when_a_backstop_fired():
     fired = SolveResult(Status.FEASIBLE, 4, 3, limit_reached=True, backstop_fired=True)
     combined = sequence([SolveResult(Status.OPTIMAL, 5, 5), fired], 4.0, 3.0)

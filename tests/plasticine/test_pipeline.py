@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from solvermap.errors import InfeasibleError
+from solvermap.errors import InfeasibleError, UnknownError
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.checks.partition import check
 from solvermap.hardware.targets import load_target
@@ -112,7 +112,7 @@ def test_rnn_target_variant_loads_with_two_pmus_per_pcu():
     assert spec.pmu.count == 2 * spec.pcu.count and spec.pcu.stages == 4
 
 
-def test_merge_without_a_packing_in_the_time_limit_names_the_scarce_pb_type():
+def test_merge_without_a_packing_within_its_budget_is_unknown_and_names_the_scarce_pb_type():
     # gemm par 16 on 32 PCUs: feasible (the solver finds 52 PBs in a minute), but the traversal mergers
     # need 40 PCUs and a 1 s solve finds nothing: the error names the scarce type and a node, no traceback
     spec = load_target("plasticine", {"grid.columns": 8, "pcu.count": 32, "pmu.count": 32})
@@ -121,5 +121,5 @@ def test_merge_without_a_packing_in_the_time_limit_names_the_scarce_pb_type():
     ctx = Context(workload=build("gemm", "plasticine", {"par": 16}), target=spec,
                   solver=SolverConfig(time_limit_s=1, threads=1))
     ctx.state["vbgraph"] = lowering.vb_graph(graph, spec, traversal.traversal_partition(problem))
-    with pytest.raises(InfeasibleError, match=r"fit only a pcu \(e\.g\. node '.*'\).*raise the pcu count"):
+    with pytest.raises(UnknownError, match=r"fit only a pcu \(e\.g\. node '.*'\).*raise the pcu count"):
         merge_step(ctx)

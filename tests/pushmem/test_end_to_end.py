@@ -39,3 +39,20 @@ def test_cli_solve_schedule_json(tmp_path):
     payload = json.loads(out.stdout)
     assert payload["decision"] == "schedule" and payload["check"]["ok"]
     assert payload["baseline"]["name"] == "sequential" and payload["validation"]["cycles"] < payload["baseline"]["objective"]
+
+
+def test_an_exported_built_in_maps_to_the_same_cycles_and_sram_words(tmp_path):
+    from typer.testing import CliRunner
+
+    from solvermap.cli import app
+    from solvermap.ir.program_file import export_workload
+
+    (tmp_path / "g.yaml").write_text(export_workload("gaussian", params={"size": 16}))
+    out = CliRunner().invoke(app, ["map", "--workload", str(tmp_path / "g.yaml"), "--target", "pushmem-cgra", "--json", "-q",
+                                   "--out", str(tmp_path / "run")])
+    assert out.exit_code == 0, out.output
+    from_file = json.loads(out.stdout)["validation"]
+    _, result = mapped("gaussian", {"size": 16})
+    built_in = result.validation
+    assert (from_file["cycles"], from_file["sram_words"]) == (built_in["cycles"], built_in["sram_words"])
+    assert from_file["bit_exact"] and built_in["bit_exact"]

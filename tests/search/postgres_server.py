@@ -6,9 +6,11 @@ count the statements a run sends; :meth:`PostgresServer.stop` stops exactly this
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -59,11 +61,16 @@ class PostgresServer:
         options = (f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 "
                    "-c shared_preload_libraries=pg_stat_statements")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-o", options, "start")
+        self._pid = int((self.data / "postmaster.pid").read_text().split()[0])
         self.url = f"postgresql+psycopg2://solvermap@127.0.0.1:{self.port}/postgres"
 
     def stop(self) -> None:
         if self.url:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except subprocess.CalledProcessError:  # its folder is gone (another pytest run pruned old basetemps)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._pid, signal.SIGQUIT)  # the postmaster's immediate shutdown
             self.url = ""
 
     def new_database(self, stem: str = "db") -> str:

@@ -52,6 +52,24 @@ def test_resume_in_the_same_directory_extends_without_repeating(tmp_path, study_
     assert _params(tmp_path / "run")[:4] == first
 
 
+@pytest.mark.parametrize("sampler", ["random", "nsga2"])
+def test_an_extended_study_proposes_what_an_uninterrupted_one_does(tmp_path, sampler):
+    path = write_study(tmp_path / "s.yaml", sampler={"name": sampler})
+    explore(path, out=tmp_path / "parts", n_trials=3, progress=False, allow_imports=True)
+    explore(path, out=tmp_path / "parts", n_trials=7, progress=False, allow_imports=True)
+    explore(path, out=tmp_path / "whole", n_trials=7, progress=False, allow_imports=True)
+    assert _params(tmp_path / "parts") == _params(tmp_path / "whole")
+
+
+def test_a_proposal_of_a_finished_configuration_is_not_evaluated_and_the_space_caps_the_trials(tmp_path):
+    space = {"target.pes": {"type": "int", "low": 1, "high": 3}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
+    path = write_study(tmp_path / "s.yaml", space=space, budget={"n_trials": 10})
+    _, results, report = explore(path, out=tmp_path / "run", progress=False, allow_imports=True)
+    configs = [json.dumps(p, sort_keys=True) for p in _params(tmp_path / "run")]
+    assert report.completed == results.counts["complete"] == len(configs) == len(set(configs)) == 6
+    assert report.repeats == results.counts["repeats"] > 0  # six random draws from six points repeat
+
+
 def test_a_different_study_in_the_same_directory_is_refused(tmp_path, study_file):
     explore(study_file, out=tmp_path / "run", n_trials=2, progress=False, allow_imports=True)
     other = write_study(tmp_path / "other.yaml", seed=5)

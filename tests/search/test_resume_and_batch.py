@@ -44,10 +44,11 @@ def _complete(study) -> list:
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
-def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
-                  sig: int = signal.SIGKILL) -> tuple[Path, dict[int, tuple]]:
-    """Start `solvermap explore` in a child process, SIGKILL it after a few trials; return what had finished."""
-    path = write_study(tmp_path / "kill.yaml", **_kill_study(grid // 9))
+def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int, sig: int = signal.SIGKILL,
+                  study: dict | None = None) -> tuple[Path, dict[int, tuple]]:
+    """Start `solvermap explore` in a child process, send it ``sig`` (SIGKILL) after a few trials; return
+    what had finished. A SIGINT must end it with exit code 130 and the partial tables written."""
+    path = write_study(tmp_path / "kill.yaml", **(study or _kill_study(grid // 9)))
     out = tmp_path / "run"
     command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet", "--allow-imports"]
     url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
@@ -73,7 +74,10 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int,
         else:
             pytest.fail("no trial finished within 60 s")
         child.send_signal(sig)
-        child.wait(timeout=30)
+        code = child.wait(timeout=30)
+        if sig == signal.SIGINT:
+            assert code == 130, child.stderr.read().decode()[-500:]
+            assert (out / "tables" / "trials.csv").exists()
     finally:
         if child.poll() is None:
             child.kill()
@@ -91,17 +95,19 @@ def _assert_resumed(path: Path, out: Path, before: dict[int, tuple], storage: st
     complete = _complete(study)
     configs = [json.dumps(t.params, sort_keys=True) for t in complete]
     assert len(complete) == grid == results.counts["complete"]
-    assert len(set(configs)) == grid, "a grid point finished twice"
+    assert len(set(configs)) == grid, "a configuration finished twice"
     for number, (params, values) in before.items():  # nothing finished before the kill was lost or changed
         trial = study.trials[number]
         assert trial.state.name == "COMPLETE" and json.dumps(trial.params, sort_keys=True) == params
         assert tuple(trial.values) == values
-    orphans = [t for t in study.trials if t.state.name == "FAIL"]
+    orphans = [t for t in study.trials if t.state.name == "FAIL" and "repeat_of" not in t.user_attrs]
     assert len(orphans) <= 1
     for orphan in orphans:  # the trial running at the kill was failed and re-run with the same parameters
-        retries = [t for t in complete if t.user_attrs.get("retry_of") == orphan.number]
+        retries = [t for t in study.trials if t.user_attrs.get("retry_of") == orphan.number]
         # (a trial killed while sampling holds part of its parameters; the grid queue restores the rest)
         assert len(retries) == 1 and orphan.params.items() <= retries[0].params.items()
+        # (a trial interrupted after it had proposed a finished configuration is not re-run: its retry is a repeat)
+        assert retries[0].state.name == "COMPLETE" or "repeat_of" in retries[0].user_attrs
     assert report.completed == grid - len(before), (report, sorted(before), [(t.number, t.state.name) for t in study.trials])
 
 
@@ -114,6 +120,15 @@ def test_interrupted_study_writes_partial_results_and_resumes(tmp_path):
     path, before = _kill_mid_run(tmp_path, None, 36, signal.SIGINT)
     assert (tmp_path / "run" / "tables" / "front.csv").exists()
     _assert_resumed(path, tmp_path / "run", before, None, 36)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_killed_nsga2_study_resumes_to_n_distinct_finished_configurations(tmp_path, sig):
+    """The default sampler (NSGA-II, random first generation) on the 36-point space, 12 trials: the resumed
+    process does not replay the proposals of the first one."""
+    study = dict(_kill_study(4), sampler={"name": "nsga2"}, budget={"n_trials": 12})
+    path, before = _kill_mid_run(tmp_path, None, 12, sig, study)
+    _assert_resumed(path, tmp_path / "run", before, None, 12)
 
 
 def test_trial_of_a_dead_process_on_this_host_is_requeued_at_once(tmp_path):
@@ -173,8 +188,8 @@ def test_postgres_trial_of_a_worker_killed_before_its_first_beat_is_requeued(pos
 def test_four_local_submitit_workers_share_one_storage_and_finish_the_requested_trials(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", subprocess_env()["PYTHONPATH"])
     # 150 tasks, no cache: each trial is a real solve of a few tenths of a second, so that workers that
-    # start a moment apart all get trials
-    space = {"target.pes": {"type": "int", "low": 2, "high": 4}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
+    # start a moment apart all get trials; 16 configurations for 12 distinct trials
+    space = {"target.pes": {"type": "int", "low": 1, "high": 8}, "target.lanes": {"type": "categorical", "choices": [4, 8]}}
     path = write_study(tmp_path / "batch.yaml", sampler={"name": "tpe"}, budget={"n_trials": 12}, space=space,
                        workloads=[{"name": "tasks", "params": {"n": 150}}], cache={"enabled": False})
     sdir, handle, jobs = submit(path, executor="local", workers=4, out=tmp_path / "run", time_min=5, allow_imports=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from solvermap.search.cli import STUDIES_DIR, resolve_study, shipped_studies
+from solvermap.search.explore import STUDIES_DIR, resolve_study, shipped_studies
 from solvermap.search.evaluate import Evaluator
 from solvermap.search.space import enumerate_space
 from solvermap.search.study_file import load_study
