@@ -70,7 +70,7 @@ def _net_traffic(problem: PlacementProblem, placement: Placement, net) -> float:
 
 def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *, sites_per_round: int = 3,
             max_free_items: int = 160, max_sites_used: int | None = None, rounds: int | None = None,
-            neighbourhoods=None, sub_time_limit_s: float = 5.0) -> Solved[Placement]:
+            neighbourhoods=None, sub_time_limit_s: float = 5.0, sweep_pairs: bool = False) -> Solved[Placement]:
     """Large-neighbourhood search over this model with the full objective (LNS, warm-started), run by the
     strategy layer's :func:`~solvermap.formulations.strategy.lns`.
 
@@ -81,7 +81,10 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
     site, up to three more, with proportionally more items and work — and re-solves their placement among
     those sites with every other item fixed (:func:`neighbourhood_problem`), warm-started from the current
     placement (``sub_time_limit_s`` of work each); a strictly better whole placement replaces the current
-    one. ``neighbourhoods`` (an iterator of site-name lists) replaces the built-in choice. Empty sites join
+    one. With ``sweep_pairs`` the search first re-solves every pair of sites in use that share traffic, the
+    heaviest pair first, and sweeps again while a sweep improves (a pair exchange that no single-site draw
+    pairs up reliably, e.g. re-cutting the blocks of two tiles), then continues as above.
+    ``neighbourhoods`` (an iterator of site-name lists) replaces the built-in choice. Empty sites join
     a neighbourhood only while fewer than ``max_sites_used`` sites are in use (None: no limit). Stops when
     the budget ``config.time_limit_s`` is spent (a :class:`~solvermap.formulations.strategy.Budget` of
     deterministic work, so the same config and seed give the same answer on any machine load), after
@@ -134,7 +137,22 @@ def improve(problem: PlacementProblem, config: SolverConfig, start: Placement, *
 
     stale = [0]
 
+    def pair_sweeps(state: LnsState[Placement]):
+        """Every pair of sites in use sharing traffic, heaviest first; again while a sweep improves."""
+        while True:
+            used = {state.best.assignment[it.name] for it in movable}
+            ranked = sorted(((w, a, b) for (a, b), w in site_traffic(state.best).items() if a in used and b in used),
+                            key=lambda t: (-t[0], index[t[1]], index[t[2]]))
+            improved = False
+            for _, a, b in ranked:
+                yield [a, b]
+                improved = improved or state.outcome == "improved"
+            if not improved:
+                return
+
     def default_neighbourhoods(state: LnsState[Placement]):
+        if sweep_pairs:
+            yield from pair_sweeps(state)
         while True:
             pairs = site_traffic(state.best)
             used = sorted({state.best.assignment[it.name] for it in movable}, key=index.get)

@@ -20,7 +20,8 @@ per-destination-site dedup), so PUMA adds no model of its own. K = the compiler'
     A+B in one model: blocks → positions among the ``joint_candidates`` positions nearest the I/O router.
 LNS  (``lns_share`` of the time, unless A's bound already proves the start optimal) on the joint model
     blocks → positions with the full hop-weighted objective (:func:`shared.improve`): a short run from
-    each portfolio start and the hint, the best continued; then B re-solved on the final tiles.
+    each distinct portfolio start and the hint, the best continued with sweeps over every pair of tiles
+    sharing traffic first (``sweep_pairs``); then B re-solved on the final tiles.
 C   per tile: its blocks → M cores (capacity N MVMUs; objective = bytes loaded by cores other than the
     producer's, + λ · max core ALU work), warm-started from the hint's cores or first-free; the
     solver's grouping replaces the start only if it moves fewer store + load bytes (exact count); MVMU
@@ -250,6 +251,7 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
         certified = lower_bound(problem, budget, [decision] + ([hint] if hint is not None else []), k, config)
         details["certified_bound"] = certified.to_json()
         bound = max(bound, certified.value)
+        clock.backstop_fired = clock.backstop_fired or certified.details.get("backstop_fired", False)
     bound = min(bound, value)
     status = Status.OPTIMAL if value - bound <= 1e-6 * max(1.0, value) else Status.FEASIBLE
     last = records[-1]
@@ -308,12 +310,18 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
     before = hop_weighted_bytes(problem, _as_placement(tile_of))
     runs = []
     total = None if clock.total is None else share * clock.total
-    phase = [tile_of, *others]
+    phase, seen = [tile_of], {before}
+    for other in others:  # distinct starts only (equal scores: the same placement up to a few blocks)
+        score = hop_weighted_bytes(problem, _as_placement(other))
+        if score not in seen:
+            phase.append(other)
+            seen.add(score)
     for i, start_tiles in enumerate(phase):
         portion = (0.25 / len(phase)) if len(phase) > 1 else 1.0
         cfg = config if total is None else config.with_(time_limit_s=max(0.5, min(portion * total, clock.left() or 0.5)))
         improved = shared.improve(joint, cfg.with_(seed=config.seed + i), _joint_assignment(problem, start_tiles),
-                                  sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0)
+                                  sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0,
+                                  sweep_pairs=len(phase) == 1)
         clock.charge(improved.details["work"])
         records.append(improved.result)
         runs.append(improved)
@@ -322,7 +330,8 @@ def _lns(problem, config, tile_of, k, records, details, clock, share, others=())
     improvements = sum(len(r.details["trajectory"]) - 1 for r in runs)
     if len(phase) > 1 and (total is None or (clock.left() or 0) > 1.0):
         cfg = config if total is None else config.with_(time_limit_s=max(0.5, (clock.left() or 0.5) - _reserve(problem, clock)))
-        cont = shared.improve(joint, cfg, best.decision, sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0)
+        cont = shared.improve(joint, cfg, best.decision, sites_per_round=2, max_free_items=100, max_sites_used=k, sub_time_limit_s=2.0,
+                              sweep_pairs=True)
         clock.charge(cont.details["work"])
         records.append(cont.result)
         rounds += cont.details["rounds"]

@@ -38,6 +38,22 @@ def test_relaxations_at_a_placement_never_exceed_its_messages_and_crossings(smal
         assert crossing <= crossings + 1e-6
 
 
+@pytest.mark.parametrize("name", ["mlp", "lstm_lm"])
+def test_whole_unit_relaxations_never_exceed_any_placements_messages_and_crossings(small, name):
+    problem = small[name]
+    st = placement_bounds.structure(problem)
+    k = problem.min_tiles()
+    decisions = [BASELINES[b](problem) for b in ("row_major", "col_major", "min_cut")]
+    work = placement_bounds.COMPACT_MIN_WORK + 2  # the column generation converges in under 2 units here
+    messages, m_info = placement_bounds.message_bound(problem, st, k, decisions, work)
+    crossing, c_info = placement_bounds.crossing_bound(problem, st, k, decisions, work)
+    assert "compact" in m_info and "compact" in c_info
+    for decision in decisions:
+        sends = level_bytes(problem, decision)["send"]
+        assert m_info["compact"] <= sends + 1e-6 and messages <= sends + 1e-6
+        assert c_info["compact"] <= objective(problem, decision) - sends + 1e-6
+
+
 def test_structure_reads_chains_columns_and_outputs_of_an_mlp(small):
     st = placement_bounds.structure(small["mlp"])
     assert [len(g.rows) for g in st.grids] == [3, 1]

@@ -247,6 +247,18 @@ def test_lns_re_solves_only_the_neighbourhoods_it_is_given():
     assert objective(problem, improved.decision) <= objective(problem, start)
 
 
+def test_pair_sweep_first_re_solves_two_sites_that_share_traffic():
+    problem = lns_problem()
+    start = spread_start(problem)
+    improved = formulation.improve(problem, SolverConfig(backend="cpsat", time_limit_s=5, seed=0), start,
+                                   sweep_pairs=True, rounds=1)
+    moved = {n for n, site in improved.decision.assignment.items() if site != start.assignment[n]}
+    sites = {start.assignment[n] for n in moved} | {improved.decision.assignment[n] for n in moved}
+    assert moved and len(sites) == 2
+    assert any({start.assignment[m] for m in (net.source, *net.sinks)} >= sites for net in problem.nets)
+    assert objective(problem, improved.decision) < objective(problem, start)
+
+
 def test_lns_improves_a_spread_start_on_an_instance_too_big_to_enumerate():
     problem = lns_problem()
     start = spread_start(problem)
