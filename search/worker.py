@@ -53,6 +53,7 @@ from solvermap.search.study_file import StudyFile, study_digest
 
 META_ATTR = "solvermap"
 MAX_REPEATS = 200  # proposals in a row that repeat a finished configuration before a worker gives up
+RANDOM_AFTER = 8  # repeats in a row after which the next proposal is drawn at random (seeded by the trial count)
 
 
 class WorkerStopped(BaseException):
@@ -240,6 +241,7 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
             if finished(c) + c["running"] < handle.n_trials:
                 with warnings.catch_warnings():
                     quiet_optuna()
+                    own, study.sampler = study.sampler, _unstuck_sampler(study, spec.seed, in_a_row)
                     trial = study.ask()
         if trial is None:
             time.sleep(poll_s)  # the remaining trials run elsewhere; wait for them (or for them to go stale)
@@ -250,6 +252,8 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
         except (KeyboardInterrupt, WorkerStopped, SystemExit) as exc:  # Ctrl-C, or a batch job told to stop
             _give_back(handle, trial, "interrupted" if isinstance(exc, KeyboardInterrupt) else f"worker stopped: {exc}")
             raise
+        finally:
+            study.sampler = own  # the parameters are drawn lazily, in _run_trial: only then is the draw done
         if result is REPEAT:
             in_a_row += 1
             if in_a_row >= MAX_REPEATS:
@@ -262,6 +266,18 @@ def run_worker(handle: StudyHandle, evaluator: Evaluator, *, timeout_s: float | 
         if result is not None and on_trial is not None:
             on_trial(trial.number, result, finished(c) + 1)
     return report
+
+
+def _unstuck_sampler(study: Any, seed: int, repeats: int) -> Any:
+    """The sampler the next trial draws its parameters from: the study's own, or after ``RANDOM_AFTER``
+    proposals in a row that repeated a finished configuration (a model-based sampler keeps proposing its
+    optimum once a small space is nearly exhausted) a random sampler seeded by the study's seed and trial
+    count, so the run stays reproducible and still reaches its unexplored configurations."""
+    if repeats < RANDOM_AFTER:
+        return study.sampler
+    import optuna
+
+    return optuna.samplers.RandomSampler(seed=(seed * 1_000_003 + len(study.get_trials(deepcopy=False))) % 2**32)
 
 
 REPEAT: Any = object()  # what _run_trial returns for a proposal that repeats a finished configuration

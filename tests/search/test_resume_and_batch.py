@@ -203,3 +203,21 @@ def test_four_local_submitit_workers_share_one_storage_and_finish_the_requested_
     assert {r["label"] for r in reports} == {f"worker-{k}" for k in range(4)}
     logs = sorted(p.name for p in (sdir.path / "workers").glob("worker-*.log"))
     assert logs == [f"worker-{k}.log" for k in range(4)]
+
+
+def test_a_sampler_stuck_on_finished_configurations_is_relieved_by_a_seeded_random_draw():
+    from solvermap.search.worker import RANDOM_AFTER, _unstuck_sampler
+
+    stuck = optuna.samplers.PartialFixedSampler({"x": 3}, optuna.samplers.RandomSampler(seed=0))
+    study = optuna.create_study(sampler=stuck)
+
+    def draw(repeats: int) -> int:
+        study.sampler = _unstuck_sampler(study, 0, repeats)
+        trial = study.ask()
+        value = trial.suggest_int("x", 0, 1000)
+        study.tell(trial, 0.0)
+        study.sampler = stuck
+        return value
+
+    assert {draw(0) for _ in range(5)} == {3}
+    assert len({draw(RANDOM_AFTER) for _ in range(5)}) > 1
