@@ -42,6 +42,7 @@ from solvermap.errors import InputError
 from solvermap.inputs import output_file
 from solvermap.limits import check_estimate, format_bytes
 from solvermap.search.study_file import StorageSettings
+from solvermap.runs import LOG
 
 HEARTBEAT_ATTR = "solvermap:heartbeat"
 JOURNAL_MEMORY_FACTOR = 4
@@ -170,6 +171,36 @@ def check_journal(path: Path) -> None:
         check_estimate(f"--storage {path}: replaying a journal of {format_bytes(size)}", JOURNAL_MEMORY_FACTOR * size)
 
 
+def repair_journal(path: Path, lock: JournalFileLock) -> int:
+    """Drop a partial last record of the journal at ``path``: a process killed (SIGKILL) while appending
+    leaves a line without its newline, and the next append would run into it, making a line no replay can
+    read. Appends hold ``lock``, so a partial line seen under it is a dead writer's. Returns the bytes dropped."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return 0
+    lock.acquire()
+    try:
+        with open(path, "rb+") as journal:
+            size = journal.seek(0, 2)
+            journal.seek(size - 1)
+            if journal.read(1) == b"\n":
+                return 0
+            keep, step = 0, 1 << 16
+            end = size
+            while end > 0:  # the last newline, read backwards in blocks
+                start = max(0, end - step)
+                journal.seek(start)
+                block = journal.read(end - start)
+                at = block.rfind(b"\n")
+                if at >= 0:
+                    keep = start + at + 1
+                    break
+                end = start
+            journal.truncate(keep)
+            return size - keep
+    finally:
+        lock.release()
+
+
 def open_storage(url: str, settings: StorageSettings) -> Any:
     """An Optuna storage for ``url`` (see module docstring); connection problems are one-line errors."""
     import optuna
@@ -181,7 +212,11 @@ def open_storage(url: str, settings: StorageSettings) -> Any:
         from optuna.storages.journal import JournalFileBackend
 
         try:  # the storage replays the whole journal here; later reads see only what workers appended
-            return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileLock(path)))
+            lock = JournalFileLock(path)
+            dropped = repair_journal(path, lock)
+            if dropped:
+                LOG.warning(f"{path}: dropped a partial last record of {dropped} bytes (a process killed while writing it)")
+            return optuna.storages.JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
         except Exception as exc:  # noqa: BLE001 - whatever a damaged or foreign file makes the replay raise
             detail = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
             raise InputError("--storage", str(path), f"not an Optuna journal file ({type(exc).__name__}"

@@ -221,3 +221,16 @@ def test_a_sampler_stuck_on_finished_configurations_is_relieved_by_a_seeded_rand
 
     assert {draw(0) for _ in range(5)} == {3}
     assert len({draw(RANDOM_AFTER) for _ in range(5)}) > 1
+
+
+def test_a_journal_record_cut_by_a_killed_writer_is_dropped_before_the_next_append(tmp_path):
+    path = tmp_path / "s.journal"
+    study = optuna.create_study(storage=open_storage(str(path), StorageSettings()), study_name="cut")
+    study.enqueue_trial({"x": 1})
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"op_code":8,"worker_id":"dead","trial_id":0,"user_a')  # SIGKILL mid-append
+    again = optuna.load_study(storage=open_storage(str(path), StorageSettings()), study_name="cut")
+    again.enqueue_trial({"x": 2})  # appended after the repair: every line parses
+    assert path.read_bytes().startswith(whole) and len(again.get_trials()) == 2
+    reread = optuna.load_study(storage=open_storage(str(path), StorageSettings()), study_name="cut")
+    assert len(reread.get_trials()) == 2
