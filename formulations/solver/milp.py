@@ -249,24 +249,6 @@ def _sigint_survives() -> Iterator[Any]:
         raise KeyboardInterrupt
 
 
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold Ctrl-C back while native code that installs its own SIGINT handler runs (CBC does, and swallows the
-    signal: the solve ends as if at a limit and Python never sees it); the held signal reaches Python's handler
-    when the solve returns. So a Ctrl-C during a CBC solve waits for that solve (bounded by its limit)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def _cpsat_work_reader() -> tuple[Callable[[list[str]], None], Callable[[], float]]:
     """A MathOpt message callback and a reader of the deterministic time CP-SAT logs in its summary
     (MathOpt reports no work for CP-SAT; its log line ``deterministic_time: X`` is the solver's own count)."""
@@ -382,7 +364,7 @@ def _solve_cbc(builder: ModelBuilder, config: SolverConfig, build_seconds: float
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, config.rel_gap)
     by_id = {var: var for var in builder.model.variables()}
     start = time.perf_counter()
-    with _sigint_survives(), _sigint_held():
+    with _sigint_survives():
         code = solver.Solve(params)
     seconds = time.perf_counter() - start
     has = code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE)
