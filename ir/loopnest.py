@@ -486,10 +486,10 @@ def _eval(expr: Expr, env: Mapping[str, np.ndarray], grid, points: int, dtype) -
             if np.issubdtype(np.dtype(dtype), np.integer):
                 return np.floor_divide(args[0], args[1]).astype(dtype, copy=False)
             return np.divide(args[0], args[1]).astype(dtype, copy=False)
-        if op == "neg":
-            return np.negative(args[0])
+        if op == "neg":  # in the statement's dtype, like every other operator (int8: -(-128) wraps to -128)
+            return np.negative(args[0]).astype(dtype, copy=False)
         if op == "abs":
-            return np.abs(args[0])
+            return np.abs(args[0]).astype(dtype, copy=False)
         if op == "select":
             return np.where(args[0] != 0, args[1], args[2]).astype(dtype, copy=False)
         if op == "clamp":
