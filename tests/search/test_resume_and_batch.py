@@ -124,11 +124,12 @@ def test_interrupted_study_writes_partial_results_and_resumes(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_killed_nsga2_study_resumes_to_n_distinct_finished_configurations(tmp_path, sig):
-    """The default sampler (NSGA-II, random first generation) on the 36-point space, 12 trials: the resumed
-    process does not replay the proposals of the first one."""
-    study = dict(_kill_study(4), sampler={"name": "nsga2"}, budget={"n_trials": 12})
-    path, before = _kill_mid_run(tmp_path, None, 12, sig, study)
-    _assert_resumed(path, tmp_path / "run", before, None, 12)
+    """The default sampler (NSGA-II, random first generation) on the 36-point space, 20 trials: the resumed
+    process does not replay the proposals of the first one. (With 12, a fast machine finished them all between
+    the poll that saw 5 and the signal.)"""
+    study = dict(_kill_study(4), sampler={"name": "nsga2"}, budget={"n_trials": 20})
+    path, before = _kill_mid_run(tmp_path, None, 20, sig, study)
+    _assert_resumed(path, tmp_path / "run", before, None, 20)
 
 
 def test_trial_of_a_dead_process_on_this_host_is_requeued_at_once(tmp_path):
