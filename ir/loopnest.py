@@ -458,7 +458,8 @@ def _grid(stmt: Statement) -> list[np.ndarray]:
     return [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
 
 
-def _indices(access: Access, grid: list[np.ndarray], points: int) -> tuple[np.ndarray, ...]:
+def access_indices(access: Access, grid: list[np.ndarray], points: int) -> tuple[np.ndarray, ...]:
+    """The index, per dimension, that ``access`` touches at each of ``points`` points of the loop ``grid``."""
     out = []
     for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
         value = np.full(points, off, dtype=np.int64)
@@ -473,7 +474,7 @@ def _eval(expr: Expr, env: Mapping[str, np.ndarray], grid, points: int, dtype) -
     if isinstance(expr, Const):
         return np.full(points, expr.value, dtype=dtype)
     if isinstance(expr, Load):
-        return env[expr.access.tensor][_indices(expr.access, grid, points)].astype(dtype, copy=False)
+        return env[expr.access.tensor][access_indices(expr.access, grid, points)].astype(dtype, copy=False)
     if isinstance(expr, Cast):
         target = NUMPY_DTYPES[expr.dtype]
         return _eval(expr.arg, env, grid, points, target).astype(target)
@@ -517,7 +518,7 @@ def evaluate(program: Program, inputs: Mapping[str, np.ndarray]) -> dict[str, np
         np_dtype = NUMPY_DTYPES[stmt.dtype]
         values = _eval(stmt.expr, env, grid, points, np_dtype)
         target = env[stmt.write.tensor]
-        index = _indices(stmt.write, grid, points)
+        index = access_indices(stmt.write, grid, points)
         with np.errstate(over="ignore"):
             if stmt.accumulate:
                 acc = target.astype(np_dtype)

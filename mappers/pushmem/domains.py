@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvermap.ir.loopnest import Access, Program, Statement
+from solvermap.ir.loopnest import Access, Program, Statement, access_indices
 
 
 def grid(stmt: Statement) -> list[np.ndarray]:
@@ -15,15 +15,7 @@ def grid(stmt: Statement) -> list[np.ndarray]:
 
 def indices(access: Access, points: list[np.ndarray]) -> tuple[np.ndarray, ...]:
     """The index, per dimension, that ``access`` touches at each point."""
-    n = len(points[0]) if points else 1
-    out = []
-    for row, off, div in zip(access.coeffs, access.offsets, access.divisors):
-        v = np.full(n, off, dtype=np.int64)
-        for c, g in zip(row, points):
-            if c:
-                v = v + c * g
-        out.append(np.floor_divide(v, div))
-    return tuple(out)
+    return access_indices(access, points, len(points[0]) if points else 1)
 
 
 def flat(program: Program, access: Access, points: list[np.ndarray]) -> np.ndarray:
