@@ -2,7 +2,9 @@
 :mod:`.delay_relaxation`, :mod:`.layers`, :mod:`.table42`).
 
 Decomposition  clusters solve independently when no bin type has a finite count (each gets an equal share
-               of what is left of the budget); a large acyclic cluster in chunks (:mod:`.chunks`); a retiming
+               of what is left of the budget); a cluster of isomorphic copies that share no value (a
+               parallelization factor) by one copy and the light relaxation (:func:`solve_copies`,
+               :mod:`.replicas`); a large acyclic cluster in chunks (:mod:`.chunks`); a retiming
                problem in two phases (:mod:`.two_phase`); else the slot model, then (acyclic, at most
                ``settings.column_budget`` convex bins) the column model with cycle cuts, then the slot model
                with the proven bin count (:func:`~.solves.solve_model`).
