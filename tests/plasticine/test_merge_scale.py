@@ -113,3 +113,16 @@ def test_chunked_merge_agrees_between_cpsat_and_an_lp_backend(small_chunks, back
         assert check(problem, solved.decision).ok
         answers[name] = solved.result.objective
     assert answers["cpsat"] == pytest.approx(answers[backend])
+
+
+def test_a_slot_model_over_the_memory_cap_is_refused_before_any_variable_is_made(monkeypatch):
+    from solvermap.errors import LimitError
+    from solvermap.formulations.partition import slots
+    from solvermap.limits import memory_cap
+
+    made = []
+    monkeypatch.setattr(slots, "_add_variables", lambda model: made.append(model))
+    problem = layered_merge(6, 12, seed=3)
+    with memory_cap(1e-6), pytest.raises(LimitError, match=r"slot model of 78 items x \d+ slots"):
+        slots.build(problem, SolverConfig(), traversal.traversal_merge(problem))
+    assert made == []
