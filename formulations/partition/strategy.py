@@ -39,7 +39,7 @@ def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDe
               explain: bool, *, use_columns: bool = True, search: str = "auto") -> Solved[PartitionDecision]:
     """One cluster: in chunks when large, in two phases with retiming, else :func:`~.solves.solve_model`."""
     if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > SETTINGS.chunk_items \
-            and len(problem.clusters()) == 1 and all(t.count is None for t in problem.bin_types):
+            and len(problem.clusters()) == 1:
         chunks = chunk_groups(problem, hint)
         if chunks is not None:
             return solve_chunked(problem, config, hint, chunks, explain, solve_one)
