@@ -25,7 +25,7 @@ deterministic work (:mod:`solvermap.formulations.strategy`); its tuned numbers a
 and ``studies/sara_partition/README.md``.
 """
 
-from solvermap.formulations.partition.bounds import LowerBound, diagnose, lower_bound
+from solvermap.formulations.partition.bounds import LowerBound, count_shortfall, diagnose, exclusive_needs, lower_bound
 from solvermap.formulations.partition.columns import Column, build_columns, convex_bins, decode_columns
 from solvermap.formulations.partition.delay_relaxation import build_delay_relaxation
 from solvermap.formulations.partition.settings import SETTINGS, PartitionSettings
@@ -35,5 +35,5 @@ from solvermap.formulations.partition.table42 import build_table42
 from solvermap.formulations.partition.two_phase import LP_BACKENDS, RETIMING_SEARCHES
 
 __all__ = ["NAME", "KIND", "VARIANTS", "RETIMING_SEARCHES", "LP_BACKENDS", "SETTINGS", "PartitionSettings",
-           "LowerBound", "lower_bound", "diagnose", "build", "build_table42", "build_columns", "decode",
+           "LowerBound", "lower_bound", "diagnose", "count_shortfall", "exclusive_needs", "build", "build_table42", "build_columns", "decode",
            "decode_columns", "build_delay_relaxation", "convex_bins", "Column", "solve", "Variant"]

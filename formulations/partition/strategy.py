@@ -48,7 +48,7 @@ def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDe
         if copies is not None:
             return solve_copies(problem, config, hint, copies, explain, search)
     if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > SETTINGS.chunk_items \
-            and len(problem.clusters()) == 1 and all(t.count is None for t in problem.bin_types):
+            and len(problem.clusters()) == 1:
         chunks = chunk_groups(problem, hint)
         if chunks is not None:
             return solve_chunked(problem, config, hint, chunks, explain, solve_one)
