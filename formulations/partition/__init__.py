@@ -14,9 +14,11 @@ families:
 :mod:`.layers`           the layered column model: a primal search for retiming problems (bins at layers)
 :mod:`.table42`          the seed's literal Table 4.2 (variant ``table42``), for comparison
 :mod:`.bounds`           certified combinatorial lower bounds and the diagnosis of infeasible problems
+:mod:`.replicas`         a parallelization factor's isomorphic copies: one copy's solution copied, and the
+                         light relaxation whose bound × copies certifies the whole
 =======================  =====================================================================================
 
-How they are combined — clusters, chunks, two phases, windows, the neighbourhood search — is the strategy
+How they are combined — clusters, copies, chunks, two phases, windows, the neighbourhood search — is the strategy
 (:mod:`.strategy`, :mod:`.two_phase`, :mod:`.chunks`, single solves in :mod:`.solves`), on one budget of
 deterministic work (:mod:`solvermap.formulations.strategy`); its tuned numbers are one typed object,
 :data:`.settings.SETTINGS` (:class:`.settings.PartitionSettings`). Timings: ``bench/sara_partition_bench.py``
