@@ -52,7 +52,7 @@ from solvermap.codec import decode, encode
 from solvermap.errors import ConfigError, InfeasibleError, UnknownError, UnknownNameError
 from solvermap.formulations.solver import CONVEX_BACKENDS, MILP_BACKENDS, SolverConfig, Status
 from solvermap.limits import check_estimate
-from solvermap.results import BaselineResult, CheckReport, DecisionRecord, to_jsonable
+from solvermap.results import BaselineResult, BaselineUnavailable, CheckReport, DecisionRecord, to_jsonable
 
 O = TypeVar("O", bound="StepOptions")
 LOG = logging.getLogger("solvermap")
@@ -567,7 +567,12 @@ def run_baselines(ctx: Context, decision: Decision, problem: Any, options: Any) 
         ctx.say(f"{decision.name}: baselines {', '.join(b.name for b in applicable)}")
     for baseline in applicable:
         start = time.perf_counter()
-        answer = baseline(problem, ctx, options)
+        try:
+            answer = baseline(problem, ctx, options)
+        except BaselineUnavailable as exc:
+            results.append(BaselineResult(baseline.name, None, time.perf_counter() - start, unavailable=str(exc)))
+            ctx.say(f"{decision.name}: baseline {baseline.name} unavailable: {exc}")
+            continue
         seconds = time.perf_counter() - start
         if answer is None:
             results.append(BaselineResult(baseline.name, None, seconds))

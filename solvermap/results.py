@@ -58,19 +58,29 @@ class CheckReport:
         return out
 
 
+class BaselineUnavailable(Exception):
+    """Raised by a baseline that does not run on this problem (say, larger than its method handles within a
+    deterministic size limit); the pipeline records the message as the baseline's ``unavailable`` reason."""
+
+
 @dataclass
 class BaselineResult:
-    """A seed heuristic run on the same problem, scored by the same objective as the solver."""
+    """A seed heuristic run on the same problem, scored by the same objective as the solver; ``unavailable``:
+    why it did not run (:class:`BaselineUnavailable`), empty when it ran."""
 
     name: str
     objective: float | None
     seconds: float
     decision: Any = None
     check: CheckReport | None = None
+    unavailable: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "objective": _finite(self.objective), "seconds": self.seconds,
-                "check_ok": None if self.check is None else self.check.ok}
+        out = {"name": self.name, "objective": _finite(self.objective), "seconds": self.seconds,
+               "check_ok": None if self.check is None else self.check.ok}
+        if self.unavailable:
+            out["unavailable"] = self.unavailable
+        return out
 
 
 @dataclass

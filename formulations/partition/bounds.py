@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvermap.formulations.partition.settings import SETTINGS
-from solvermap.formulations.problems.partition import PartitionProblem
+from solvermap.formulations.problems.partition import BinType, PartitionProblem
 
 
 @dataclass(frozen=True)
@@ -145,22 +145,43 @@ def lower_bound(problem: PartitionProblem, order: list[str] | None = None) -> Lo
     return LowerBound(count, count * cheapest, f"{best}: {count} bins", parts)
 
 
-def _type_exclusive_bound(problem: PartitionProblem) -> int:
-    """Items that fit exactly one type need bins of that type; bins of different types are disjoint."""
+def exclusive_needs(problem: PartitionProblem) -> list[tuple[BinType, int, int]]:
+    """Per bin type that some items fit alone: (the type, how many items only it can hold, the bins of it
+    those items need at least: their total demand of each sum resource over its capacity). Every solution
+    puts those items into bins of that type, so the count is certified; the diagnosis refuses a type whose
+    count is below it, the type-exclusive bound sums it over the types (bins of different types are
+    disjoint)."""
     only: dict[str, list] = {}
     for item in problem.items:
         types = problem.feasible_types(item.name)
         if len(types) == 1:
             only.setdefault(types[0].name, []).append(item)
-    total = 0
-    for name, items in only.items():
-        t = problem.bin_type(name)
+    out = []
+    for t in problem.bin_types:
+        items = only.get(t.name)
+        if not items:
+            continue
         need = 1
-        for r in {r for i in items for r in i.demand}:
+        for r in sorted({r for i in items for r in i.demand}):
             if t.reduce_of(r) == "sum" and t.cap(r) > 0:
                 need = max(need, math.ceil(sum(i.demand.get(r, 0.0) for i in items) / t.cap(r) - 1e-9))
-        total += need
-    return total
+        out.append((t, len(items), need))
+    return out
+
+
+def _type_exclusive_bound(problem: PartitionProblem) -> int:
+    """Items that fit exactly one type need bins of that type; bins of different types are disjoint."""
+    return sum(need for _, _, need in exclusive_needs(problem))
+
+
+def count_shortfall(problem: PartitionProblem) -> str | None:
+    """The first bin type whose count is below what the items only it can hold need (:func:`exclusive_needs`),
+    as one line; None when every count suffices for that argument."""
+    for t, items, need in exclusive_needs(problem):
+        if t.count is not None and need > t.count:
+            return (f"{items} items fit only a {t.name} and need at least {need} of them "
+                    f"(their total demand), the target has {t.count}")
+    return None
 
 
 def diagnose(problem: PartitionProblem) -> str | None:
@@ -172,18 +193,10 @@ def diagnose(problem: PartitionProblem) -> str | None:
                 why = problem.intrinsic_violations(item.name, t)
                 reasons.append(f"{why[0]}" if why else f"does not fit a {t.name}")
             return f"node '{item.name}' fits no {'/'.join(t.name for t in problem.bin_types)}: {'; '.join(reasons)}"
+    shortfall = count_shortfall(problem)
+    if shortfall:
+        return shortfall
     counted = [t for t in problem.bin_types if t.count is not None]
-    for t in counted:  # items that only this type can hold
-        only = [i for i in problem.items if [f.name for f in problem.feasible_types(i.name)] == [t.name]]
-        if not only:
-            continue
-        need = 1
-        for r in sorted({r for i in only for r in i.demand}):
-            if t.reduce_of(r) == "sum" and t.cap(r) > 0:
-                need = max(need, math.ceil(sum(i.demand.get(r, 0.0) for i in only) / t.cap(r) - 1e-9))
-        if need > t.count:
-            return (f"{len(only)} items fit only a {t.name} and need at least {need} of them "
-                    f"(their total demand), the target has {t.count}")
     if len(counted) == len(problem.bin_types):
         available = sum(t.count for t in counted)
         need = lower_bound(problem).bins

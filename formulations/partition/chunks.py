@@ -10,11 +10,16 @@ Chunks    an acyclic cluster of more than ``settings.chunk_items`` items is cut 
           when better than the warm start; only the combinatorial bound is global. Each chunk gets the
           share of what is left of one :class:`~solvermap.formulations.strategy.Budget` that its items are
           of the items left.
+Counts    (merging: PB types of limited count) chunk k may use n_τ − (bins of τ the chunks before it chose)
+          − (bins of τ the warm start uses in the chunks after it); chunks hold whole bins of the warm
+          start, so by induction the chunks chosen so far plus the warm start's rest stay within n_τ, the
+          warm start's part of each chunk fits its counts, and the join keeps every count.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 
 from solvermap.formulations.decision import Solved, combine
@@ -105,10 +110,19 @@ def solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partiti
     clusters = {i.cluster for i in problem.items}
     cluster = {i.name: i.cluster for i in problem.items}
     left_items = len(problem.items)
+    # bins of each counted type the warm start uses in each chunk, and the chunks chosen so far
+    counted = {t.name for t in problem.bin_types if t.count is not None}
+    hint_use = [Counter(hint.bin_types[b] for b in {hint.assignment[n] for n in names}) for names in chunks]
+    chosen_use: Counter[str] = Counter()
     readers_after = [set().union(*chunks[k + 1:]) for k in range(len(chunks))]  # items of later chunks
     for k, names in enumerate(chunks):
         inside = set(names)
         sub = problem.subproblem(names, f"{problem.name}[chunk {k}]")
+        if counted:
+            later = sum(hint_use[k + 1:], Counter())
+            sub = dataclasses.replace(sub, bin_types=tuple(
+                dataclasses.replace(t, count=t.count - chosen_use[t.name] - later[t.name]) if t.name in counted
+                else t for t in sub.bin_types))
         local_hint = restrict(hint, names, clusters)
         base = 0
         if problem.retiming is not None:
@@ -145,6 +159,7 @@ def solve_chunked(problem: PartitionProblem, config: SolverConfig, hint: Partiti
             compact = complete(sub, chosen.assignment, chosen.bin_types)  # (ASAP meets what the model met)
             if objective(sub, compact) <= objective(sub, chosen):
                 chosen = compact
+        chosen_use.update(chosen.bin_types[b] for b in set(chosen.assignment.values()))
         offset = len(types)
         renumber = {b: offset + j for j, b in enumerate(sorted(set(chosen.assignment.values())))}
         assignment.update({n: renumber[b] for n, b in chosen.assignment.items()})

@@ -24,6 +24,9 @@ class PartitionSettings:
     # chunks (large acyclic clusters) -----------------------------------------------------------------
     chunk_items: int = 150  # an acyclic cluster with more items than this is solved in consecutive chunks ...
     chunk_size: int = 60  # ... of about this many items (whole bins of the warm start)
+    # replicated clusters (:mod:`.replicas`) --------------------------------------------------------------
+    copy_share: float = 0.4  # one copy solved alone
+    light_share: float = 0.5  # the light relaxation (the bound of the whole)
     # problems without retiming: slot model, column model with cycle cuts, slot model -----------------
     quick_slot_share: float = 0.25  # the first slot-model solve ...
     quick_slot_work: float = 2.0  # ... at most this much work when the problem has at most quick_slot_items items

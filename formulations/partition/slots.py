@@ -38,7 +38,9 @@ s.t.      assignment        Σ_b x[i,b] = 1
           retiming caps     (optional) Σ r ≤ k, Σ r ≥ k' (phase B, :mod:`.two_phase`); cap 0 is the
                             zero-retiming model: no r, no big-M, s[d] − s[src] ≤ L + b_d on every link
 Warm start the best baseline, renumbered into canonical slot order (:func:`canonical_hint`), hints every
-          variable. ``window`` / ``free`` restrict the domains around the warm start (large problems; the
+          variable.
+Size      before any variable is made, the item-slot pairs (Σ |dom(i)|) at ``BYTES_PER_PAIR`` each are checked
+          against the memory cap (:func:`solvermap.limits.check_estimate`: one line, exit 2, over it). ``window`` / ``free`` restrict the domains around the warm start (large problems; the
           neighbourhoods of the large-neighbourhood search).
 """
 
@@ -61,6 +63,11 @@ from solvermap.formulations.problems.partition import (
     required_retiming,
 )
 from solvermap.formulations.solver import ModelBuilder, SolverConfig, linear_sum
+from solvermap.limits import check_estimate
+
+# memory of one item-slot pair at least: x[i,b] and its prefix a[i,b], each a MathOpt variable with its Python
+# handle and its row entries (the builder measured 3-4 kB per pair with the y/z rows of small merge models)
+BYTES_PER_PAIR = 1000.0
 
 
 @dataclass
@@ -160,6 +167,9 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
                            bound=_bound(problem, order, min_bins))
     model.feasible = {n: [k for k, t in enumerate(types) if t in problem.feasible_types(n)] for n in order}
     model.dom = _domains(problem, order, S, canonical, window, free)
+    pairs = sum(len(d) for d in model.dom.values())
+    check_estimate(f"{problem.name}: slot model of {len(order):,} items x {S:,} slots ({pairs:,} item-slot pairs)",
+                   BYTES_PER_PAIR * pairs, problem.name)
     groups = problem.groups()
     _add_variables(model)
     _add_assignment(model)

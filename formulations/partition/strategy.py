@@ -2,7 +2,9 @@
 :mod:`.delay_relaxation`, :mod:`.layers`, :mod:`.table42`).
 
 Decomposition  clusters solve independently when no bin type has a finite count (each gets an equal share
-               of what is left of the budget); a large acyclic cluster in chunks (:mod:`.chunks`); a retiming
+               of what is left of the budget); a cluster of isomorphic copies that share no value (a
+               parallelization factor) by one copy and the light relaxation (:func:`solve_copies`,
+               :mod:`.replicas`); a large acyclic cluster in chunks (:mod:`.chunks`); a retiming
                problem in two phases (:mod:`.two_phase`); else the slot model, then (acyclic, at most
                ``settings.column_budget`` convex bins) the column model with cycle cuts, then the slot model
                with the proven bin count (:func:`~.solves.solve_model`).
@@ -23,12 +25,13 @@ from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.partition.bounds import diagnose, lower_bound
 from solvermap.formulations.partition.chunks import chunk_groups, restrict, solve_chunked
 from solvermap.formulations.partition.columns import convex_bins
+from solvermap.formulations.partition.replicas import Copies, find_copies, integral, light_relaxation, replicate
 from solvermap.formulations.partition.settings import SETTINGS
 from solvermap.formulations.partition.solves import solve_model, work_of
 from solvermap.formulations.partition.two_phase import RETIMING_SEARCHES, by_columns, solve_two_phase
 from solvermap.formulations.problems.partition import PartitionDecision, PartitionProblem, objective
 from solvermap.formulations.solver import SolveResult, SolverConfig, Status, relative_gap
-from solvermap.formulations.strategy import Budget
+from solvermap.formulations.strategy import Budget, sequence
 
 NAME = "partition"
 KIND = "milp"
@@ -36,10 +39,16 @@ VARIANTS = ("ours", "table42")
 
 
 def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
-              explain: bool, *, use_columns: bool = True, search: str = "auto") -> Solved[PartitionDecision]:
-    """One cluster: in chunks when large, in two phases with retiming, else :func:`~.solves.solve_model`."""
+              explain: bool, *, use_columns: bool = True, search: str = "auto",
+              use_copies: bool = True) -> Solved[PartitionDecision]:
+    """One cluster: by its copies when replicated (:func:`solve_copies`), in chunks when large, in two
+    phases with retiming, else :func:`~.solves.solve_model`."""
+    if variant == "ours" and use_copies:
+        copies = find_copies(problem)
+        if copies is not None:
+            return solve_copies(problem, config, hint, copies, explain, search)
     if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > SETTINGS.chunk_items \
-            and len(problem.clusters()) == 1 and all(t.count is None for t in problem.bin_types):
+            and len(problem.clusters()) == 1:
         chunks = chunk_groups(problem, hint)
         if chunks is not None:
             return solve_chunked(problem, config, hint, chunks, explain, solve_one)
@@ -106,6 +115,59 @@ def solve(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
                         limit_reached=any(r.limit_reached for r in results),
                         message=f"{len(names)} clusters solved separately")
     return Solved(combine(results, final), decision, [], details)
+
+
+def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, copies: Copies,
+                 explain: bool, search: str) -> Solved[PartitionDecision]:
+    """A replicated cluster (:mod:`.replicas`): copy 0 solved alone (``settings.copy_share`` of the budget)
+    and mapped onto every copy, a candidate; k × the certified bound of the light relaxation
+    (``settings.light_share`` of what is left), a bound of the whole; then, with the gap open, the whole
+    cluster warm-started from the best candidate on what is left, whose bound also counts."""
+    budget = Budget(config)
+    clusters = {i.cluster for i in problem.items}
+    one = problem.subproblem(copies.names[0], f"{problem.name}[copy 0]")
+    first = solve_one(one, budget.share(SETTINGS.copy_share), restrict(hint, copies.names[0], clusters), "ours",
+                      explain, search=search)
+    budget.charge(work_of(first))
+    results = [first.result]
+    details: dict[str, Any] = {"copies": len(copies.names), "copy_items": len(copies.names[0]),
+                               "copy": {"status": str(first.result.status), "objective": first.result.objective,
+                                        "bound": first.result.bound}}
+    candidates = [d for d in (hint, replicate(problem, copies, first.decision) if first.decision else None)
+                  if d is not None]
+    if not candidates:
+        whole = solve_one(problem, budget.share(), hint, "ours", explain, search=search, use_copies=False)
+        whole.details["work"] = budget.elapsed() + work_of(whole)
+        return whole
+    best = min(candidates, key=lambda d: objective(problem, d))  # on a tie the warm start
+    combinatorial = lower_bound(problem)
+    lower = problem.weights.bins * combinatorial.cost
+    relaxed = light_relaxation(problem, copies)
+    messages = [f"{len(copies.names)} copies of {len(copies.names[0])} items: one solved and copied"]
+    if relaxed is not None:
+        light = solve_one(relaxed, budget.share(SETTINGS.light_share), first.decision, "ours", False, search=search)
+        budget.charge(work_of(light))
+        results.append(light.result)
+        details["light_relaxation"] = {"status": str(light.result.status), "objective": light.result.objective,
+                                       "bound": light.result.bound}
+        if light.result.bound is not None and light.result.status != Status.INFEASIBLE:
+            lower = max(lower, integral(problem, len(copies.names) * light.result.bound))
+            messages.append("light relaxation")
+    value = objective(problem, best)
+    if value > lower + 1e-9 and not budget.exhausted():
+        whole = solve_one(problem, budget.share(), best, "ours", explain, search=search, use_copies=False)
+        budget.charge(work_of(whole))
+        results.append(whole.result)
+        details["whole"] = {"status": str(whole.result.status), "objective": whole.result.objective,
+                            "bound": whole.result.bound}
+        if whole.decision is not None and objective(problem, whole.decision) < value - 1e-9:
+            best, value = whole.decision, objective(problem, whole.decision)
+        if whole.result.bound is not None and whole.result.status != Status.INFEASIBLE:
+            lower = max(lower, whole.result.bound)
+        messages.append("whole cluster")
+    details["work"] = budget.elapsed()
+    details["lower_bound"] = {"bins": combinatorial.bins, "reason": combinatorial.reason}
+    return Solved(sequence(results, value, lower, ", then ".join(messages)), best, [], details)
 
 
 def _join(problem: PartitionProblem, parts: list[tuple[list[str], PartitionDecision]]) -> PartitionDecision:

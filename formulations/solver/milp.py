@@ -172,7 +172,7 @@ def _mathopt_params(backend: str, config: SolverConfig) -> Any:
     if work is not None and backend == "cpsat":
         params.cp_sat.max_deterministic_time = work
     # Ctrl-C must reach Python (KeyboardInterrupt) rather than silently end only the current solve
-    # (see also _sigint_survives, which keeps MathOpt from discarding the interrupt).
+    # (see also sigint_survives, which keeps MathOpt from discarding the interrupt).
     if backend == "cpsat":
         params.cp_sat.catch_sigint_signal = False
     elif backend == "scip":
@@ -210,15 +210,21 @@ def _normalise_mathopt(result: Any) -> tuple[Status, float | None, float | None,
 
 
 @contextlib.contextmanager
-def _sigint_survives() -> Iterator[Any]:
+def sigint_survives() -> Iterator[Any]:
     """Make a Ctrl-C during a solve raise ``KeyboardInterrupt`` once the solve returns; yields a MathOpt
     ``SolveInterrupter`` (None off the main thread or under a custom handler) for the solve to watch.
 
-    MathOpt's native code runs Python's pending signal handlers and then discards the
-    ``KeyboardInterrupt`` they raise, and one raised inside a Python callback it calls (the CP-SAT log
-    reader) aborts the process. So while the solve runs (main thread, default handler only), a handler that
-    only records the interrupt and interrupts the solve is installed; if it fired, ``KeyboardInterrupt`` is
-    raised here, after the solve.
+    Native solver code loses a ``KeyboardInterrupt`` raised inside it: MathOpt runs Python's pending signal
+    handlers and discards the exception (one raised in a Python callback it calls, the CP-SAT log reader,
+    aborts the process); Pyomo swallows one raised in its object finalisers, and one raised in a highspy
+    callback can leave HiGHS waiting forever. So while the solve runs (main thread, default handler only), a
+    handler that only records the interrupt and interrupts the solve is installed; if it fired,
+    ``KeyboardInterrupt`` is raised here, after the solve.
+
+    CBC is the exception (a known bug, not fixed): ``CbcMain1`` installs a SIGINT handler of its own for
+    each solve, which takes the signal from Python and only ends that solve early. Blocking SIGINT in this
+    thread does not help: the kernel then hands the signal to another thread (OpenBLAS starts one per
+    core), where CBC's handler takes it just the same.
     """
     import signal
     import threading
@@ -244,6 +250,7 @@ def _sigint_survives() -> Iterator[Any]:
             raise KeyboardInterrupt from None
         raise
     finally:
+        # also puts Python's own C-level handler back where a solver (CBC) replaced it
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if fired:
         raise KeyboardInterrupt
@@ -273,7 +280,8 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
     if backend in PYOMO_BACKENDS:
         from solvermap.formulations import pyomo_backend
 
-        return pyomo_backend.solve(builder, config, build_seconds)
+        with sigint_survives():  # a Ctrl-C inside Pyomo's finalisers or a highspy callback would be lost
+            return pyomo_backend.solve(builder, config, build_seconds)
     if backend == "cbc":
         return _solve_cbc(builder, config, build_seconds)
     from ortools.math_opt.python import mathopt
@@ -285,7 +293,7 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
     read_log, cpsat_work = _cpsat_work_reader()
     start = time.perf_counter()
     try:
-        with _sigint_survives() as interrupter:
+        with sigint_survives() as interrupter:
             result = mathopt.solve(
                 builder.model,
                 _mathopt_solver_type(backend),
@@ -364,7 +372,7 @@ def _solve_cbc(builder: ModelBuilder, config: SolverConfig, build_seconds: float
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, config.rel_gap)
     by_id = {var: var for var in builder.model.variables()}
     start = time.perf_counter()
-    with _sigint_survives():
+    with sigint_survives():
         code = solver.Solve(params)
     seconds = time.perf_counter() - start
     has = code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE)
@@ -513,7 +521,7 @@ def solve_lp(builder: ModelBuilder, config: SolverConfig) -> LpSolution:
         kwargs["iteration_limit"] = max(1, int(SIMPLEX_ITERATIONS_PER_WORK * work))
     start = time.perf_counter()
     try:
-        with _sigint_survives() as interrupter:
+        with sigint_survives() as interrupter:
             result = mathopt.solve(builder.model, _mathopt_solver_type(backend), params=mathopt.SolveParameters(**kwargs),
                                    interrupter=interrupter)
     except Exception as exc:  # noqa: BLE001 - a solver failure is a result, not a crash

@@ -11,6 +11,8 @@
    literal formulation); baselines: the four traversal orders of L648 (:mod:`.traversal`).
    Objective = partitions + retiming partitions. Validation: dataflow simulation of the partitioned
    VB graph, each VB on its own PB.
+   Before it, unless the run stops after partitioning, the merge's type-exclusive counts of the graph
+   (:func:`.lowering.merge_relaxation`) refuse a graph that no partition can merge onto the array.
 3. ``merge`` (decision, §4.4, Tables 4.3/4.4): pack VBs onto PCUs / PMUs / DAGs jointly with the type
    assignment, within the available counts; same shared model; baselines: the traversal merger with the
    bipartite feasibility check, and no merging. Objective = PBs used.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solvermap.errors import InputError, UnknownError
+from solvermap.errors import InfeasibleError, InputError, UnknownError
 
 from solvermap.formulations import partition as partition_model
 from solvermap.formulations.problems.partition import PartitionDecision
@@ -74,6 +76,11 @@ def decompose_step(ctx: Context) -> None:
 def partition_step(ctx: Context) -> DecisionRecord:
     graph = ctx.state.get("vbdfg") or ctx.workload.ir
     spec = ctx.target
+    if ctx.focus != PARTITION.name:  # merge will run: refuse a graph too large for the array before partitioning
+        shortfall = partition_model.count_shortfall(lowering.merge_relaxation(graph, spec))
+        if shortfall:
+            raise InfeasibleError(f"{MERGE.name}: infeasible: {shortfall} (counted before partitioning: "
+                                  "one item per operation, memory and stream)")
     problem = lowering.partition_problem(graph, spec, retiming=ctx.options_for(PARTITION).retiming)
 
     def validate(p, decision):

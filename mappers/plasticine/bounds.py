@@ -28,6 +28,8 @@ pcus_used   ``⌈Σ stages of the non-integer operations / PCU stages⌉``: a VB
             operation fits only a PCU (merge feasibility, L559), and a PCU holds at most ``stages`` stages.
 pmus_used   ``max(⌈Σ SRAM bytes / PMU capacity⌉, ⌈Σ banks / PMU banks⌉)`` over the memories (PMU only).
 dags_used   the number of DRAM streams (one per DAG, L489).
+            (These three are the type-exclusive counts of :func:`.lowering.merge_relaxation`, the same code
+            that refuses a too-large VBDFG before partitioning.)
 pbs_used, area_mm2, power_w (PBs used, ``cost``), latency_s, energy_j (power × latency): from those; with
             a routed network the end-to-end values add the network's area and energy, never less.
 network_area_mm2  exact: every switch and router of the mesh counts (``network_cost``, assumption NT9), so
@@ -40,8 +42,8 @@ from __future__ import annotations
 
 import math
 
+from solvermap.formulations.partition.bounds import exclusive_needs
 from solvermap.hardware.plasticine import cost, network_cost
-from solvermap.ir.graph import NodeKind
 from solvermap.mappers.pipeline import Context, LowerBounds
 from solvermap.mappers.plasticine import decomposition, lowering, network, simulation
 
@@ -82,15 +84,9 @@ def lower_bounds(ctx: Context) -> LowerBounds:
     sim = simulation.sim_graph(lowering.vb_graph(graph, spec, None), spec)
     cycles = _cycles(sim, spec, _window(ctx), networked=getattr(spec.network, "type", None) is not None)
 
-    stages = sum(lowering.op_stages(spec, n.op) for n in graph.nodes(NodeKind.OP)
-                 if not (n.attrs.get("int") and n.attrs.get("lanes", 1) == 1))
-    memories = [n for n in graph.nodes(NodeKind.MEMORY) if n.op == "sram"]
-    used = {
-        "pcu": math.ceil(stages / spec.pcu.stages - 1e-9),
-        "pmu": max([math.ceil(sum(m.resource("sram_bytes") for m in memories) / spec.pmu.capacity_bytes - 1e-9),
-                    math.ceil(sum(m.resource("banks", 1) for m in memories) / spec.pmu.banks - 1e-9)], default=0),
-        "dag": sum(1 for u in sim.units if u.kind == "dram"),
-    }
+    # the type-exclusive counts of the merge relaxation (one item per operation, memory and stream)
+    needs = {t.name: need for t, _, need in exclusive_needs(lowering.merge_relaxation(graph, spec))}
+    used = {kind: needs.get(kind, 0) for kind in ("pcu", "pmu", "dag")}
     over = [f"{need} {kind}s needed, {getattr(spec, kind).count} on the array" for kind, need in used.items()
             if need > getattr(spec, kind).count]
     seconds = cycles / (spec.clock_ghz * 1e9)

@@ -15,6 +15,10 @@
   L559), sum resources (stages, SRAM bytes, banks, streams), the max resource ``lanes``, ports, counts,
   acyclic. Links into a memory are excluded from acyclicity because its read and write contexts are
   triggered independently (L481–483).
+* :func:`merge_relaxation` — the same merge before partitioning, relaxed to one item per operation, memory
+  and stream and no links: every partition-and-merge packs those items into the PBs within their counts,
+  so its type-exclusive counts (:func:`~solvermap.formulations.partition.bounds.count_shortfall`) refuse a
+  VBDFG too large for the array before any partition or merge model is built.
 """
 
 from __future__ import annotations
@@ -244,3 +248,25 @@ def merge_problem(vbg: VBGraph, spec: PlasticineSpec, name: str = "merge") -> Pa
         links.append(Link(e.src, e.dst, e.value, e.kind, forward=e.forward and e.dst not in memory))
     return PartitionProblem(tuple(items), merge_types(spec), tuple(links), frozenset(feasible), acyclic=True,
                             weights=Weights(bins=1.0, retiming=0.0), name=name)
+
+
+def merge_relaxation(graph: DataflowGraph, spec: PlasticineSpec) -> PartitionProblem:
+    """The merge of every partition of ``graph``, relaxed: an item per operation (its stages and lanes; a PCU
+    only unless it is an integer scalar operation, as :func:`vb_graph` decides for a VB: a VB holding any
+    other operation fits only a PCU), per memory (PMU only) and per DRAM stream (DAG only), no links. A
+    merged mapping puts every operation, memory and stream on a PB of the types this allows within the
+    capacities and counts (retiming VBs only add PCU stages), so a bound or refusal of this problem holds
+    for the merge of any partition."""
+    items, feasible = [], set()
+    for n in graph.nodes(NodeKind.OP):
+        name = f"op:{n.name}"
+        items.append(Item(name, {"stages": float(op_stages(spec, n.op)), "lanes": float(n.attrs.get("lanes", 1))}))
+        integer = n.attrs.get("int") and n.attrs.get("lanes", 1) == 1
+        feasible.update({(name, "pcu"), (name, "pmu"), (name, "dag")} if integer else {(name, "pcu")})
+    for vb in vb_graph(graph, spec, None).vbs.values():
+        if vb.kind in ("memory", "dram"):
+            name = f"{vb.kind}:{vb.name}"
+            items.append(Item(name, dict(vb.demand)))
+            feasible.add((name, "pmu" if vb.kind == "memory" else "dag"))
+    return PartitionProblem(tuple(items), merge_types(spec), (), frozenset(feasible),
+                            name=f"merge relaxation:{graph.name}")

@@ -11,6 +11,10 @@ the k-th compute tile position; cores and MVMUs first-free, seed L189):
                   core graph → ⌈cores/M⌉ tiles, ``kaffpa`` strong mode with the public compiler's imbalance
                   k·cap/n − 1; edge weight = bytes between two blocks (every value's source–sink pairs);
                   any block over capacity after KaHIP moves to the part with room it talks to most.
+                  KaHIP has no work limit and the time of its strong mode grows about as the square of the
+                  number of parts (random graphs of average degree 8), so above ``MIN_CUT_MAX_PARTS`` parts at
+                  either level the baseline is not run and its record says why (``unavailable``): a
+                  deterministic size rule, never the wall clock.
 
 Identity placement numbers virtual tiles in order of their first block in program order, so the seed's
 layer-order heuristic (L187: tiles in the order their matrices are used) is what identity does here.
@@ -24,6 +28,7 @@ import numpy as np
 
 from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import PumaPlacement, Slot
+from solvermap.results import BaselineUnavailable
 
 
 def _order(problem: PumaPlacementProblem, key) -> list[str]:
@@ -70,13 +75,21 @@ def block_graph(problem: PumaPlacementProblem) -> dict[tuple[int, int], float]:
     return edges
 
 
-def kahip_parts(n: int, edges: dict[tuple[int, int], float], capacity: int, seed: int = 0) -> list[int]:
-    """Capacity-limited k-way min-cut with KaHIP (k = ⌈n / capacity⌉), repaired to respect capacity."""
-    import kahip
+MIN_CUT_MAX_PARTS = 256  # KaHIP parts at most (module docstring)
 
+
+def kahip_parts(n: int, edges: dict[tuple[int, int], float], capacity: int, seed: int = 0, *,
+                what: str = "blocks") -> list[int]:
+    """Capacity-limited k-way min-cut with KaHIP (k = ⌈n / capacity⌉), repaired to respect capacity; above
+    ``MIN_CUT_MAX_PARTS`` parts :class:`BaselineUnavailable` (``what`` names the items in its message)."""
     k = math.ceil(n / capacity)
     if k <= 1:
         return [0] * n
+    if k > MIN_CUT_MAX_PARTS:
+        raise BaselineUnavailable(f"{n:,} {what} into {k:,} parts of {capacity}: KaHIP (no work limit) is run "
+                                  f"up to {MIN_CUT_MAX_PARTS} parts")
+    import kahip
+
     adjacency: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     for (a, b), w in edges.items():
         weight = max(1, int(round(w)))
@@ -112,14 +125,14 @@ def min_cut(problem: PumaPlacementProblem, seed: int = 0) -> PumaPlacement | Non
     blocks = [b.name for b in problem.partition.blocks]
     n_core, n_tile = problem.spec.core.mvmus, problem.spec.tile.cores
     edges = block_graph(problem)
-    core_of = kahip_parts(len(blocks), edges, n_core, seed)
+    core_of = kahip_parts(len(blocks), edges, n_core, seed, what="crossbar blocks")
     n_cores = max(core_of) + 1
     core_edges: dict[tuple[int, int], float] = {}
     for (a, b), w in edges.items():
         ca, cb = sorted((core_of[a], core_of[b]))
         if ca != cb:
             core_edges[ca, cb] = core_edges.get((ca, cb), 0.0) + w
-    tile_of_core = kahip_parts(n_cores, core_edges, n_tile, seed)
+    tile_of_core = kahip_parts(n_cores, core_edges, n_tile, seed, what="cores")
     if max(tile_of_core) + 1 > len(problem.compute_positions):
         return None
     # identity placement: virtual tiles numbered by first appearance in program order; first-free cores/MVMUs

@@ -173,6 +173,17 @@ def plot(placement: pd.DataFrame, repl: pd.DataFrame, out: Path) -> None:
     fig.savefig(out / "replication.png", dpi=120)
 
 
+def _write_merged(new: pd.DataFrame, path: Path) -> None:
+    """Write ``new`` to ``path``, keeping the rows of workloads not re-run (a ``--workloads`` subset), in
+    :data:`WORKLOADS` order."""
+    if path.exists():
+        old = pd.read_csv(path)
+        new = pd.concat([old[~old.workload.isin(set(new.workload))], new], ignore_index=True)
+    rank = {name: i for i, name in enumerate(WORKLOADS)}
+    new = new.sort_values("workload", key=lambda col: col.map(lambda w: rank.get(w, len(rank))), kind="stable")
+    new.to_csv(path, index=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
@@ -192,10 +203,10 @@ def main() -> None:
         new_rows, summary = placement_rows(name, spec, limit, args.variant)
         rows += new_rows
         summaries.append(summary)
-        pd.DataFrame(rows).to_csv(out / "placement.csv", index=False)
-        pd.DataFrame(summaries).to_csv(out / "placement_summary.csv", index=False)
+        _write_merged(pd.DataFrame(rows), out / "placement.csv")
+        _write_merged(pd.DataFrame(summaries), out / "placement_summary.csv")
         print(f"{name}: done", flush=True)
-    placement = pd.DataFrame(rows)
+    placement = pd.read_csv(out / "placement.csv")
     if args.skip_replication and (out / "replication.csv").exists():
         replication_df = pd.read_csv(out / "replication.csv")
     else:
@@ -204,7 +215,6 @@ def main() -> None:
             repl += replication_rows(name, spec, 30.0)
         replication_df = pd.DataFrame(repl)
         replication_df.to_csv(out / "replication.csv", index=False)
-    placement.to_csv(out / "placement.csv", index=False)
     plot(placement, replication_df, out)
     print(pd.DataFrame(summaries).to_string(index=False))
     print(replication_df.to_string(index=False))

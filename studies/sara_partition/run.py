@@ -9,7 +9,7 @@ For every app and factor the whole Plasticine pipeline runs (decompose → parti
   utilisation;
 * simulation: cycles and throughput of the merged mapping, the analytical prediction and their gap.
 
-    .venv/bin/python -m solvermap.studies.sara_partition.run [--time-limit 30] [--apps a,b] [--out DIR]
+    .venv/bin/python -m solvermap.studies.sara_partition.run [--time-limit 30] [--apps a,b] [--pars 2,4] [--out DIR]
 
 Writes ``study.csv`` and ``study.png`` (results/ by default). Times are wall-clock on a shared 2-core
 machine (several engineers' jobs run at once): they are noisy, the statuses are what the limit allowed.
@@ -53,7 +53,8 @@ def run_one(app: str, par: int, time_limit: float, target: str = "plasticine") -
     start = time.perf_counter()
     part = PIPELINE.run(ctx, upto="partition").records[-1]
     problem = ctx.state["partition.problem"]
-    row = {"app": app, "par": par, "default": is_default(app, par), "items": part.details.get("items"),
+    row = {"app": app, "par": par, "default": is_default(app, par), "time_limit": time_limit,
+           "items": part.details.get("items"),
            "actors": part.details.get("actors"),
            "memories_rewritten": len(part.details.get("shards", []))}
     for b in part.baselines:
@@ -139,6 +140,8 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per solve (partition, merge)")
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--default-only", action="store_true", help="only the default factor of each app")
+    parser.add_argument("--pars", default=None,
+                        help="only these parallelization factors (comma-separated) of each app's three")
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--update", action="store_true",
                         help="replace only these apps' rows in OUT/study.csv (the others are kept) and redraw")
@@ -148,15 +151,26 @@ def main() -> None:
         print(f"{Path(__file__).name}: --apps: unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}",
               file=sys.stderr)
         sys.exit(2)
+    try:
+        pars = None if args.pars is None else {int(p) for p in args.pars.split(",")}
+    except ValueError:
+        print(f"{Path(__file__).name}: --pars: expected comma-separated integers, got {args.pars!r}", file=sys.stderr)
+        sys.exit(2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     kept = None
     if args.update and (out / "study.csv").exists():
         kept = pd.read_csv(out / "study.csv")
-        kept = kept[~kept["app"].isin(args.apps.split(","))]
+        if "time_limit" not in kept:  # rows written before the column: all run with the 30-unit default
+            kept.insert(3, "time_limit", 30.0)
+        rerun = kept["app"].isin(args.apps.split(","))
+        if pars is not None:
+            rerun &= kept["par"].isin(pars)
+        kept = kept[~rerun]
     for app in args.apps.split(","):
         factors = [p for p in FACTORS[app] if is_default(app, p)] if args.default_only else FACTORS[app]
+        factors = [p for p in factors if pars is None or p in pars]
         for par in factors:
             try:
                 row = run_one(app, par, args.time_limit)

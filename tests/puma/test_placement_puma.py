@@ -23,6 +23,19 @@ def lenet_problem(puma):
     return make_problem(prepared("lenet", puma, calibrate=False)[2], puma)
 
 
+def test_min_cut_above_its_part_limit_is_recorded_unavailable_with_the_reason(lenet_problem, puma, monkeypatch):
+    from solvermap.mappers.decisions import PUMA_PLACE
+    from solvermap.mappers.pipeline import Context, run_baselines
+    from solvermap.mappers.puma import baselines
+
+    monkeypatch.setattr(baselines, "MIN_CUT_MAX_PARTS", 1)
+    ctx = Context(workload=None, target=puma, solver=SolverConfig(time_limit_s=5))
+    results = {r.name: r for r in run_baselines(ctx, PUMA_PLACE, lenet_problem, PUMA_PLACE.options())}
+    assert results["min_cut"].objective is None
+    assert "KaHIP (no work limit) is run up to 1 parts" in results["min_cut"].to_json()["unavailable"]
+    assert results["row_major"].objective is not None and "unavailable" not in results["row_major"].to_json()
+
+
 def test_every_baseline_passes_the_checker(lenet_problem):
     for name, fn in BASELINES.items():
         decision = fn(lenet_problem)

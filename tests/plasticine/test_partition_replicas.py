@@ -1,0 +1,111 @@
+"""Replicated clusters (formulations/partition/replicas.py): copies found, one copy's solution copied, and
+k × the light relaxation's bound never above the enumerated optimum of the whole, on two backends."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition.replicas import find_copies, light_relaxation, replicate
+from solvermap.formulations.problems.partition import BinType, Item, Link, PartitionProblem, Retiming, objective
+from solvermap.formulations.solver import SolverConfig
+from solvermap.hardware.checks.partition import check
+from tests.backends import milp_backends
+
+from .enumeration import optimum
+
+# a PCU whose input arity (2 of 3 shared) is what limits mixing copies in one bin
+PCU = BinType("pcu", {"stages": 4}, inputs={"vector": 3}, outputs={"vector": 3})
+
+
+def body(seed: int, n: int) -> tuple[list[Item], list[Link]]:
+    """One loop body: n one- or two-stage items, a random forward DAG of vector values from two external
+    inputs to one external output; every item reads a value and sends one."""
+    rng = random.Random(seed)
+    names = [f"n{k}" for k in range(n)]
+    items = [Item(name, {"stages": rng.choice([1, 1, 2])}) for name in names]
+    links = [Link(f"in{k}", names[k], kind="vector") for k in rng.sample(range(n), 2)]
+    for k in range(1, n):
+        for p in rng.sample(range(k), min(k, rng.choice([1, 2]))):
+            links.append(Link(names[p], names[k], kind="vector"))
+    read = {l.dst for l in links}
+    links += [Link(f"in{k}", name, kind="vector") for k, name in enumerate(names) if name not in read]
+    sent = {l.src for l in links}
+    links += [Link(name, "out", kind="vector") for name in names if name not in sent or name == names[-1]]
+    return items, links
+
+
+def replicated(seed: int, copies: int, n: int, retiming: Retiming | None = None,
+               shared_input: bool = False) -> PartitionProblem:
+    """``copies`` copies of :func:`body` in one cluster (the copies' external values renamed apart unless
+    ``shared_input``: then every copy reads ``in0``)."""
+    items, links = body(seed, n)
+    all_items, all_links = [], []
+    for c in range(copies):
+        def rename(name: str) -> str:
+            if name.startswith("in") and shared_input and name == "in0":
+                return name
+            return f"{name}@{c}"
+        all_items += [Item(rename(i.name), i.demand) for i in items]
+        all_links += [Link(rename(l.src), rename(l.dst), l.src_port, l.kind) for l in links]
+    return PartitionProblem(tuple(all_items), (PCU,), tuple(all_links), acyclic=True, retiming=retiming,
+                            name=f"copies{seed}x{copies}")
+
+
+def test_copies_are_found_when_they_share_no_value():
+    copies = find_copies(replicated(1, 3, 4))
+    assert copies is not None and len(copies.names) == 3 and all(len(c) == 4 for c in copies.names)
+
+
+def test_copies_reading_one_external_value_are_not_replicas():
+    assert find_copies(replicated(1, 2, 4, shared_input=True)) is None
+
+
+def test_copied_solution_passes_the_checker_at_copies_times_the_copy_cost():
+    problem = replicated(2, 3, 4, retiming=Retiming(1, 0))
+    copies = find_copies(problem)
+    one = problem.subproblem(copies.names[0])
+    solved = formulation.solve(one, SolverConfig(time_limit_s=10))
+    whole = replicate(problem, copies, solved.decision)
+    assert check(problem, whole).ok
+    assert objective(problem, whole) == pytest.approx(3 * objective(one, solved.decision))
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_light_relaxation_bound_is_at_most_the_enumerated_optimum(seed, backend):
+    problem = replicated(seed, 2, 3)
+    copies = find_copies(problem)
+    relaxed = light_relaxation(problem, copies)
+    assert relaxed is not None
+    bound = formulation.solve(relaxed, SolverConfig(backend=backend, time_limit_s=10)).result.bound
+    assert 2 * bound <= optimum(problem) + 1e-9
+
+
+def skip_pair(copies: int) -> PartitionProblem:
+    """Copies of a → b where b also reads a's input: apart, b's read of the input waits and needs retiming."""
+    items, links = [], []
+    for c in range(copies):
+        items += [Item(f"a@{c}", {"stages": 3}), Item(f"b@{c}", {"stages": 2})]
+        links += [Link(f"in@{c}", f"a@{c}", kind="vector"), Link(f"a@{c}", f"b@{c}", kind="vector"),
+                  Link(f"in@{c}", f"b@{c}", kind="vector"), Link(f"b@{c}", f"out@{c}", kind="vector")]
+    return PartitionProblem(tuple(items), (PCU,), tuple(links), acyclic=True, retiming=Retiming(1, 0), name="skip")
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_light_relaxation_bound_holds_with_retiming(backend):
+    problem = skip_pair(2)
+    copies = find_copies(problem)
+    bound = formulation.solve(light_relaxation(problem, copies), SolverConfig(backend=backend, time_limit_s=10))
+    assert 2 * bound.result.bound <= optimum(problem) + 1e-9
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_replicated_solve_is_proven_at_the_enumerated_optimum(backend):
+    problem = replicated(3, 2, 3)
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=20))
+    assert check(problem, solved.decision).ok
+    assert solved.result.objective == pytest.approx(optimum(problem))
+    assert solved.result.bound <= solved.result.objective + 1e-9
