@@ -26,6 +26,9 @@ Rows are appended to ``runs.csv`` as they finish (a rerun skips finished rows); 
 partition/merge results (default runs/network_dse_cache). Writes runs.csv (every run), chosen.csv (the par
 kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
 (ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, network_dse.png.
+``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
+(``failed-step``: the step that failed); empty, every solve of the row ended on its deterministic work budget,
+so the row repeats on any machine load.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ COLUMNS = [  # one fixed order for every appended row, whatever the row's outcom
     'vc_status', 'vc_obj', 'vc_bound', 'vc_baseline', 'vc_baseline_name', 'vc_source', 'vc_check', 'vcs',
     'dynamic_paths', 'vcs_per_path', 'vc_certificate_paths', 'static_links', 'cycles', 'ideal_cycles',
     'overhead', 'deadlock', 'network_area_mm2', 'network_energy_j', 'network_power_w', 'static_hops',
-    'dynamic_hops', 'hops', 'pbs_used', 'max_dynamic_link_utilization', 'status', 'seconds', 'error',
+    'dynamic_hops', 'hops', 'pbs_used', 'max_dynamic_link_utilization', 'backstop_fired', 'status', 'seconds',
+    'error',
 ]
 
 
@@ -110,20 +114,26 @@ def io_variant(preset: str) -> str:
 
 
 def mapped(app: str, par: int, io: str, cache: Path, config: SolverConfig):
-    """Partition + merge (cached on disk): (workload, vbgraph, merge) or an error string."""
-    path = cache / f"{app}-p{par}-{io}.pkl"
+    """Partition + merge (cached on disk): (workload, vbgraph, merge, decisions the wall-clock backstop stopped)
+    or an error string."""
+    path = cache / f"{app}-p{par}-{io}.v2.pkl"  # v2: the tuple carries the backstop's decisions
     if path.exists():
         return pickle.loads(path.read_bytes())
     spec = load_target("plasticine-static" if io == "static-ports" else "plasticine-hybrid")
     workload = build(app, "plasticine", {"par": par})
     ctx = Context(workload=workload, target=spec, solver=config)
     try:
-        PIPELINE.run(ctx, upto="merge")
-        result = (workload, ctx.state["vbgraph"], ctx.state["merge"])
+        records = PIPELINE.run(ctx, upto="merge").records
+        result = (workload, ctx.state["vbgraph"], ctx.state["merge"], fired(records))
     except SolvermapError as exc:
         result = f"{type(exc).__name__}: {exc}"[:300]
     path.write_bytes(pickle.dumps(result))
     return result
+
+
+def fired(records) -> list[str]:
+    """The decisions among ``records`` whose solve the wall-clock backstop stopped (their result depends on load)."""
+    return [rec.decision for rec in records if rec.solver is not None and rec.solver.backstop_fired]
 
 
 def place(workload, vbgraph, merge, spec, config: SolverConfig) -> dict:
@@ -144,9 +154,11 @@ def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) 
     row.update(place_obj=place_rec.solver.objective, place_bound=place_rec.solver.bound,
                place_baseline=place_rec.baseline.objective if place_rec.baseline else None,
                place_source=place_rec.solution_source)
+    records = [place_rec]
     for step in (net.split_step, net.route_step, net.vc_step):
         start = time.perf_counter()
         rec = step(ctx)
+        records.append(rec)
         row[f"{rec.decision}_s"] = round(time.perf_counter() - start, 2)
         row[f"{rec.decision}_status"] = str(rec.solver.status)
         row[f"{rec.decision}_obj"] = rec.solver.objective
@@ -168,7 +180,8 @@ def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) 
         network_area_mm2=v["network_area_mm2"], network_energy_j=v["network_energy_j"],
         network_power_w=v["network_power_w"], static_hops=v["static_hops"], dynamic_hops=v["dynamic_hops"],
         hops=v["hops"], pbs_used=len(set(ctx.state["merge"].assignment.values())),
-        max_dynamic_link_utilization=v["max_dynamic_link_utilization"])
+        max_dynamic_link_utilization=v["max_dynamic_link_utilization"],
+        backstop_fired=";".join(fired(records) + (["vc_per_path"] if per_path.result.backstop_fired else [])))
     return row
 
 
@@ -190,15 +203,20 @@ def collect(apps: list[str], out: Path, cache: Path, time_limit: float, window: 
                 if isinstance(m, str):
                     row.update(status="unmapped", error=m)
                 else:
-                    workload, vbgraph, merge = m
+                    workload, vbgraph, merge, mapping_fired = m
                     spec = spec_for(preset, overrides, execution)
                     try:
                         if (io, execution) not in placements:
                             placements[(io, execution)] = place(workload, vbgraph, merge, spec, config)
                         row.update(run_design(workload, placements[(io, execution)], spec, config, window))
+                        row["backstop_fired"] = ";".join(filter(None, [*mapping_fired, row["backstop_fired"]]))
                         row["status"] = "deadlock" if row["deadlock"] else "ok"
                     except SolvermapError as exc:
-                        row.update(status="par-failed", error=f"{type(exc).__name__}: {exc}"[:300])
+                        placed = placements.get((io, execution))
+                        stopped = [*mapping_fired, *(fired([placed["record"]]) if placed else []),
+                                   *(["failed-step"] if getattr(exc, "load_dependent", False) else [])]
+                        row.update(status="par-failed", error=f"{type(exc).__name__}: {exc}"[:300],
+                                   backstop_fired=";".join(stopped))
                     except Exception as exc:  # noqa: BLE001 - a study records and continues
                         row.update(status="error", error=f"{type(exc).__name__}: {exc}"[:300])
                         traceback.print_exc()
