@@ -7,13 +7,16 @@ super-resolution conv net at 540 × 960. Each is saved to a ``.onnx`` file and m
 the whole pipeline of
 
 * ``puma`` (import, optimiser with streamed calibration, replication, crossbar partitioning, placement with
-  its certified bound, communication, performance simulation),
+  its certified bound, communication, performance simulation), and ``puma-x2`` (8 x 4 routers instead of
+  4 x 4, ``--set target.noc.router_cols=8``: 128 tile positions) for AlexNet, which needs more crossbars
+  than ``puma`` has,
 * ``plasticine`` (64 PCUs, 64 PMUs, 16 DAGs: a model larger than the chip is refused before partitioning,
   by the merge's count of the PCUs its operations need at least) and ``plasticine-x8``, the same
   architecture on a 32 × 32 grid (512 PCUs, 512 PMUs, 32 DAGs: ``--set target.grid.columns=32
   target.grid.rows=32 target.pcu.count=512 …``), sized for whole networks (merge solves a VB graph of
   a thousand VBs in chunks of the traversal merger's warm start, within the PB counts, with the certified
-  bound of the whole problem),
+  bound of the whole problem), and ``plasticine-x16`` (64 × 32, 1,024 PCUs and PMUs, 64 DAGs) for AlexNet,
+  whose fully connected weights need more PMUs than ``plasticine-x8`` has,
 * ``x86-vnni`` (each distinct Conv/Gemm/MatMul tensorized, rewritten, tuned with 4 Optuna trials, compiled
   and timed in 3 rounds),
 
@@ -55,12 +58,14 @@ TARGETS = {
     "puma": ("puma", {}),
     "plasticine": ("plasticine", {}),
     "plasticine-x8": ("plasticine", {"grid.columns": 32, "grid.rows": 32, "pcu.count": 512, "pmu.count": 512, "dag.count": 32}),
+    "plasticine-x16": ("plasticine", {"grid.columns": 64, "grid.rows": 32, "pcu.count": 1024, "pmu.count": 1024, "dag.count": 64}),
+    "puma-x2": ("puma", {"noc.router_cols": 8}),
     "x86-vnni": ("x86-vnni", {}),
 }
 PLAN = {  # which targets each model runs on
     "resnet18": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
     "mobilenet_v2": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
-    "alexnet": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
+    "alexnet": ("puma", "puma-x2", "plasticine", "plasticine-x8", "plasticine-x16", "x86-vnni"),
     "transformer": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
     "conv_net_540x960": ("puma",),
 }
