@@ -69,29 +69,31 @@ class Builder:
         return outs[0] if outputs == 1 else outs
 
     def weight(self, name: str, shape: tuple[int, ...], fan_in: int, scale: float = 1.0) -> str:
-        from onnx import TensorProto, numpy_helper
-
         if self.weights == "empty":
-            tensor = TensorProto()
-            tensor.name, tensor.data_type = name, TensorProto.FLOAT
-            tensor.dims.extend(shape)
-            self.inits.append(tensor)
-        else:
-            value = self.rng.standard_normal(shape) * scale / math.sqrt(max(1, fan_in))
-            self.inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+            return self._empty(name, shape)
+        from onnx import numpy_helper
+
+        value = self.rng.standard_normal(shape) * scale / math.sqrt(max(1, fan_in))
+        self.inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return name
+
+    def _empty(self, name: str, shape: tuple[int, ...]) -> str:
+        """A float initializer with dims and no data, as shape-only exports write them."""
+        from onnx import TensorProto
+
+        tensor = TensorProto()
+        tensor.name, tensor.data_type = name, TensorProto.FLOAT
+        tensor.dims.extend(shape)
+        self.inits.append(tensor)
         return name
 
     def fill(self, name: str, shape: tuple[int, ...], value: float) -> str:
         """A parameter with a fixed value (batch-norm statistics, biases) — empty in shape-only exports."""
-        from onnx import TensorProto, numpy_helper
-
         if self.weights == "empty":
-            tensor = TensorProto()
-            tensor.name, tensor.data_type = name, TensorProto.FLOAT
-            tensor.dims.extend(shape)
-            self.inits.append(tensor)
-        else:
-            self.inits.append(numpy_helper.from_array(np.full(shape, value, dtype=np.float32), name))
+            return self._empty(name, shape)
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.full(shape, value, dtype=np.float32), name))
         return name
 
     def const(self, name: str, value: Any, dtype=np.int64) -> str:
