@@ -66,7 +66,7 @@ TARGETS = {
 PLAN = {  # which targets each model runs on
     "resnet18": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
     "mobilenet_v2": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
-    "alexnet": ("puma", "puma-x2", "plasticine", "plasticine-x8", "x86-vnni"),
+    "alexnet": ("puma", "puma-x2", "plasticine", "plasticine-x8", "plasticine-x16", "x86-vnni"),
     "transformer": ("puma", "plasticine", "plasticine-x8", "x86-vnni"),
     "conv_net_540x960": ("puma",),
 }
