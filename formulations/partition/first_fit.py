@@ -38,14 +38,6 @@ class _Bins:
 
     def __init__(self, problem: PartitionProblem) -> None:
         self.problem = problem
-        self.groups = problem.groups()
-        self.reads: dict[str, list[int]] = {}
-        self.writes: dict[str, list[int]] = {}
-        for k, g in enumerate(self.groups):
-            for c in g.consumers:
-                self.reads.setdefault(c, []).append(k)
-            if g.source_is_item:
-                self.writes.setdefault(g.key[0], []).append(k)
         self.members: list[set[str]] = []
         self.types: list[BinType] = []
         self.sums: list[Counter[str]] = []
@@ -62,16 +54,7 @@ class _Bins:
             used = v if t.reduce_of(r) == "max" else self.sums[b][r] + v
             if used > t.cap(r) + 1e-9:
                 return False
-        trial = members | {item}
-        ins: Counter[str] = Counter()
-        outs: Counter[str] = Counter()
-        for k in {k for n in trial for k in self.reads.get(n, []) + self.writes.get(n, [])}:
-            g = self.groups[k]
-            inside = g.source_is_item and g.key[0] in trial
-            if not inside and any(c in trial for c in g.consumers):
-                ins[g.kind] += 1
-            if inside and (g.external_consumer or any(c not in trial for c in g.consumers)):
-                outs[g.kind] += 1
+        ins, outs = problem.crossing(members | {item})
         return all(n <= t.inputs.get(kind, n) for kind, n in ins.items()) and \
             all(n <= t.outputs.get(kind, n) for kind, n in outs.items())
 

@@ -48,6 +48,12 @@ def layered_merge(layers: int, width: int, seed: int, pcus: int | None = None) -
                             name=f"layered{layers}x{width}")
 
 
+def tight_merge(layers: int, width: int, seed: int) -> PartitionProblem:
+    """:func:`layered_merge` with exactly the PCUs the first fit uses: both traversal mergers find no packing."""
+    packed = first_fit(layered_merge(layers, width, seed))
+    return layered_merge(layers, width, seed, pcus=Counter(packed.bin_types[b] for b in packed.bins)["pcu"])
+
+
 SMALL = {"grid.columns": 1, "pcu.count": 4, "pmu.count": 4}  # a 1 x 8 array
 
 
@@ -103,10 +109,13 @@ def test_a_large_merge_is_solved_in_chunks_within_the_counts_and_passes_the_chec
     assert solved.result.bound == pytest.approx(formulation.lower_bound(problem).cost)
 
 
+@pytest.mark.parametrize("start", ["traversal", "first-fit"])
 @pytest.mark.parametrize("backend", milp_backends("highs", "scip"))
-def test_chunked_merge_agrees_between_cpsat_and_an_lp_backend(small_chunks, backend):
-    problem = layered_merge(4, 10, seed=5)
+def test_chunked_merge_agrees_between_cpsat_and_an_lp_backend(small_chunks, backend, start):
+    # from the traversal merger's warm start, and (PCUs too few for either traversal) from the first fit
+    problem = layered_merge(4, 10, seed=5) if start == "traversal" else tight_merge(4, 10, seed=5)
     hint = traversal.traversal_merge(problem)
+    assert (hint is None) == (start == "first-fit")
     answers = {}
     for name in ("cpsat", backend):
         solved = formulation.solve(problem, SolverConfig(backend=name, time_limit_s=20), hint)
@@ -129,12 +138,6 @@ def test_a_slot_model_over_the_memory_cap_is_refused_before_any_variable_is_made
     assert made == []
 
 
-def tight_merge(layers: int, width: int, seed: int) -> PartitionProblem:
-    """:func:`layered_merge` with exactly the PCUs the first fit uses: both traversal mergers find no packing."""
-    packed = first_fit(layered_merge(layers, width, seed))
-    return layered_merge(layers, width, seed, pcus=Counter(packed.bin_types[b] for b in packed.bins)["pcu"])
-
-
 def test_the_traversal_mergers_find_no_packing_where_the_first_fit_finds_one():
     problem = tight_merge(6, 12, seed=3)
     assert traversal.traversal_merge(problem, "dfs") is None and traversal.traversal_merge(problem, "bfs") is None
@@ -150,18 +153,6 @@ def test_a_large_merge_without_a_warm_start_is_chunked_from_the_first_fit_and_pa
     assert solved.result.objective == pytest.approx(objective(problem, solved.decision))
     assert solved.result.bound == pytest.approx(formulation.lower_bound(problem).cost)  # of the whole problem
     assert solved.result.bound <= solved.result.objective <= objective(problem, first_fit(problem))
-
-
-@pytest.mark.parametrize("backend", milp_backends("highs", "scip"))
-def test_chunked_merge_without_a_warm_start_agrees_between_cpsat_and_an_lp_backend(small_chunks, backend):
-    problem = tight_merge(4, 10, seed=5)
-    answers = {}
-    for name in ("cpsat", backend):
-        solved = formulation.solve(problem, SolverConfig(backend=name, time_limit_s=20), None)
-        assert all(c["status"] == str(Status.OPTIMAL) for c in solved.details["chunks"]), solved.details["chunks"]
-        assert check(problem, solved.decision).ok
-        answers[name] = solved.result.objective
-    assert answers["cpsat"] == pytest.approx(answers[backend])
 
 
 def test_the_first_fit_never_joins_a_bin_that_would_close_a_quotient_cycle():
