@@ -204,6 +204,26 @@ def pars(app: str, factors: tuple[int, ...] = (1, 2)) -> list[int]:
     return sorted({min(PAR_LIMIT[app], f * default) if f > 1 else default for f in factors})
 
 
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Scale, tuple[int, ...], str | None]:
+    """The scale, par factors and normalisation reference of the command line; a bad flag exits 2 naming it."""
+    unknown = [a for a in args.apps.split(",") if a not in PAR_LIMIT]
+    if unknown:
+        parser.error(f"--apps: unknown app {unknown[0]!r}; choose from {', '.join(APPS)}")
+    try:
+        factors = tuple(int(f) for f in args.par_factors.split(","))
+    except ValueError:
+        factors = ()
+    if not factors or min(factors) < 1:
+        parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
+    if args.window < 1:
+        parser.error(f"--window: {args.window} is not a positive number of firings")
+    scale = scale_of(args.scale)
+    reference = None if args.normalise == "worst" else args.normalise
+    if reference is not None and reference not in {label for label, *_ in scale.designs}:
+        parser.error(f"--normalise: {reference!r} is not a design of --scale {scale.name}")
+    return scale, factors, reference
+
+
 def solve_key(spec) -> tuple:
     """What split, route and VC allocation read of a design: type, static tracks, VCs (not f#, b#, flow control)."""
     n = spec.network
@@ -481,7 +501,12 @@ def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     execs = ["pipelined", "time_scheduled"]
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8), gridspec_kw={"width_ratios": [3, 1.5, 1.6, 1.6]})
+    per_class = summary.groupby("execution").size()
+    # the 13 default designs keep their figure; a larger grid widens its bar panels and lengthens the VC panel
+    wide = [min(4.0, max(1.0, per_class.get(e, 0) / n)) for e, n in zip(execs, (9, 4))]
+    tall = min(4.0, max(1.0, (summary["network"] != "static").sum() / 18))
+    fig, axes = plt.subplots(1, 4, figsize=(20 + 3 * (wide[0] - 1) + 1.5 * (wide[1] - 1), 4.8 * tall),
+                             gridspec_kw={"width_ratios": [3 * wide[0], 1.5 * wide[1], 1.6, 1.6]})
     for ax, execution in zip(axes[:2], execs):
         part = summary[summary["execution"] == execution]
         x = range(len(part))
@@ -524,13 +549,6 @@ def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def factors_of(text: str) -> tuple[int, ...]:
-    factors = tuple(int(f) for f in text.split(",") if f.strip())
-    if not factors or min(factors) < 1:
-        raise ValueError
-    return factors
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", default=",".join(APPS))
@@ -545,21 +563,8 @@ def main() -> None:
     parser.add_argument("--normalise", default="worst", help="worst (L400) or a design label to divide by")
     parser.add_argument("--window-check", action="store_true", help="also simulate at 2 x --window; window_check.csv")
     args = parser.parse_args()
-    apps = args.apps.split(",")
-    unknown = [a for a in apps if a not in PAR_LIMIT]
-    if unknown:
-        parser.error(f"--apps: unknown app {unknown[0]!r}; choose from {', '.join(APPS)}")
-    try:
-        factors = factors_of(args.par_factors)
-    except ValueError:
-        parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
-    if args.window < 1:
-        parser.error(f"--window: {args.window} is not a positive number of firings")
-    scale = scale_of(args.scale)
+    scale, factors, reference = checked(parser, args)
     out, cache = Path(args.out) if args.out else scale.out, Path(args.cache)
-    reference = None if args.normalise == "worst" else args.normalise
-    if reference is not None and reference not in {label for label, *_ in scale.designs}:
-        parser.error(f"--normalise: {reference!r} is not a design of --scale {scale.name}")
     out.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     if args.analyse_only:
@@ -567,18 +572,8 @@ def main() -> None:
             parser.error(f"--analyse-only: {out / 'runs.csv'} does not exist")
         runs = pd.read_csv(out / "runs.csv")
     else:
-        runs = collect(apps, out, cache, args.time_limit, args.window, scale, factors, args.window_check)
-    fig316 = analyse(runs, out, reference)
-    if args.window_check:
-        _, _, fig316_2w = summarise(pd.read_csv(out / "runs_2w.csv"), reference=reference)
-        check = window_check(fig316, fig316_2w, args.window)
-        check.to_csv(out / "window_check.csv", index=False)
-        with pd.option_context("display.width", 200, "display.max_columns", 30):
-            print(check.to_string(index=False))
-
-
-def analyse(runs: pd.DataFrame, out: Path, reference: str | None = None) -> pd.DataFrame:
-    """Write chosen, summary, fig316, vcs, solver_vs_baseline and the figure under ``out``; returns fig316."""
+        runs = collect(args.apps.split(","), out, cache, args.time_limit, args.window, scale, factors,
+                       args.window_check)
     chosen, summary, fig316 = summarise(runs, reference=reference)
     chosen.to_csv(out / "chosen.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
@@ -592,7 +587,13 @@ def analyse(runs: pd.DataFrame, out: Path, reference: str | None = None) -> pd.D
         print(summary.to_string(index=False))
         print(fig316.to_string(index=False))
         print(versus.to_string(index=False))
-    return fig316
+
+    if args.window_check:
+        _, _, fig316_2w = summarise(pd.read_csv(out / "runs_2w.csv"), reference=reference)
+        check = window_check(fig316, fig316_2w, args.window)
+        check.to_csv(out / "window_check.csv", index=False)
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(check.to_string(index=False))
 
 
 if __name__ == "__main__":
