@@ -62,7 +62,11 @@ changes):
 - ``--window-check``: every row is simulated at ``--window`` W and again at 2W (same solves) into
   ``runs_2w.csv``; ``window_check.csv`` gives each Fig 3.16 ratio at W and 2W and the relative change; W is
   long enough when no ratio moves by more than 2 %.
-- ``--par-factors 1,2`` (default): pars = factor × the app's default par, capped by ``PAR_LIMIT``.
+- window: 4096 firings (``--window`` sets another). The window check of a two-app pilot (dotproduct, tpchq6)
+  at 1024 moved the perf ratios by 6 %: the congested dynamic designs, which are the per-app worst, gain 6–7 %
+  cycles from 1024 to 2048 firings, and the gain halves with each doubling (below 2 % from 4096 to 8192).
+- ``--par-factors 1,2`` (default): pars = factor × the app's default par, capped by ``PAR_LIMIT``;
+  ``--designs L1,L2``: only these designs of the scale (a subset for a window check or a split run).
 """
 
 from __future__ import annotations
@@ -140,6 +144,7 @@ class Scale:
     designs: list  # (label, execution, preset, overrides)
     share_solves: bool
     out: Path
+    window: int  # simulation window: firings of the busiest unit
 
     @property
     def tag(self) -> str:
@@ -168,11 +173,11 @@ def seed_grid() -> list[tuple[str, str, dict]]:
 
 def scale_of(name: str) -> Scale:
     if name == "default":
-        return Scale("default", {}, DESIGNS, False, HERE / "results")
+        return Scale("default", {}, DESIGNS, False, HERE / "results", 1024)
     grid = seed_grid()
     designs = [(label, execution, preset, o) for execution in ("pipelined", "time_scheduled")
                for label, preset, o in grid]
-    return Scale("seed", SEED_ARRAY, designs, True, HERE / "results_seed")
+    return Scale("seed", SEED_ARRAY, designs, True, HERE / "results_seed", 4096)
 
 
 COLUMNS = [  # one fixed order for every appended row, whatever the row's outcome
@@ -205,7 +210,8 @@ def pars(app: str, factors: tuple[int, ...] = (1, 2)) -> list[int]:
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Scale, tuple[int, ...], str | None]:
-    """The scale, par factors and normalisation reference of the command line; a bad flag exits 2 naming it."""
+    """The scale (its designs cut to ``--designs``, its window set by ``--window``), par factors and normalisation
+    reference of the command line; a bad flag exits 2 naming it."""
     unknown = [a for a in args.apps.split(",") if a not in PAR_LIMIT]
     if unknown:
         parser.error(f"--apps: unknown app {unknown[0]!r}; choose from {', '.join(APPS)}")
@@ -215,9 +221,17 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
         factors = ()
     if not factors or min(factors) < 1:
         parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
-    if args.window < 1:
+    if args.window is not None and args.window < 1:
         parser.error(f"--window: {args.window} is not a positive number of firings")
     scale = scale_of(args.scale)
+    if args.window is not None:
+        scale = dataclasses.replace(scale, window=args.window)
+    if args.designs:
+        wanted = args.designs.split(",")
+        missing = [label for label in wanted if label not in {label for label, *_ in scale.designs}]
+        if missing:
+            parser.error(f"--designs: {missing[0]!r} is not a design of --scale {scale.name}")
+        scale = dataclasses.replace(scale, designs=[d for d in scale.designs if d[0] in wanted])
     reference = None if args.normalise == "worst" else args.normalise
     if reference is not None and reference not in {label for label, *_ in scale.designs}:
         parser.error(f"--normalise: {reference!r} is not a design of --scale {scale.name}")
@@ -553,7 +567,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--window", type=int, default=1024)
+    parser.add_argument("--window", type=int, default=None, help="default: 1024 (seed scale: 4096)")
     parser.add_argument("--out", default=None, help="default: results/ (seed scale: results_seed/)")
     parser.add_argument("--cache", default="runs/network_dse_cache")
     parser.add_argument("--analyse-only", action="store_true")
@@ -562,6 +576,7 @@ def main() -> None:
     parser.add_argument("--par-factors", default="1,2", help="pars = factor x the app's default par (capped)")
     parser.add_argument("--normalise", default="worst", help="worst (L400) or a design label to divide by")
     parser.add_argument("--window-check", action="store_true", help="also simulate at 2 x --window; window_check.csv")
+    parser.add_argument("--designs", default=None, help="only these design labels of the scale (comma-separated)")
     args = parser.parse_args()
     scale, factors, reference = checked(parser, args)
     out, cache = Path(args.out) if args.out else scale.out, Path(args.cache)
@@ -572,7 +587,7 @@ def main() -> None:
             parser.error(f"--analyse-only: {out / 'runs.csv'} does not exist")
         runs = pd.read_csv(out / "runs.csv")
     else:
-        runs = collect(args.apps.split(","), out, cache, args.time_limit, args.window, scale, factors,
+        runs = collect(args.apps.split(","), out, cache, args.time_limit, scale.window, scale, factors,
                        args.window_check)
     chosen, summary, fig316 = summarise(runs, reference=reference)
     chosen.to_csv(out / "chosen.csv", index=False)
@@ -590,7 +605,7 @@ def main() -> None:
 
     if args.window_check:
         _, _, fig316_2w = summarise(pd.read_csv(out / "runs_2w.csv"), reference=reference)
-        check = window_check(fig316, fig316_2w, args.window)
+        check = window_check(fig316, fig316_2w, scale.window)
         check.to_csv(out / "window_check.csv", index=False)
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(check.to_string(index=False))

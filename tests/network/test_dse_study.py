@@ -26,6 +26,7 @@ def test_the_default_scale_runs_the_committed_thirteen_designs_on_the_preset_arr
     scale = run.scale_of("default")
     assert [(label, execution) for label, execution, _, _ in scale.designs] == COMMITTED
     assert scale.array == {} and scale.tag == "" and not scale.share_solves and scale.out == run.HERE / "results"
+    assert scale.window == 1024
     assert run.COLUMNS[-4:] == ["backstop_fired", "status", "seconds", "error"]
 
 
@@ -129,10 +130,23 @@ def test_a_shared_solve_resimulated_on_another_design_equals_solving_that_design
 @pytest.mark.parametrize("flags, field", [(["--normalise", "S-x9-db"], "--normalise"),
                                           (["--apps", "nonesuch"], "--apps"),
                                           (["--par-factors", "1,x"], "--par-factors"),
-                                          (["--scale", "huge"], "--scale")])
+                                          (["--scale", "huge"], "--scale"),
+                                          (["--window", "0"], "--window"),
+                                          (["--designs", "H-x9-v2-f128"], "--designs")])
 def test_a_bad_flag_exits_2_naming_the_flag(flags, field, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(sys, "argv", ["run", "--out", str(tmp_path), "--analyse-only", *flags])
     with pytest.raises(SystemExit) as exit_:
         run.main()
     assert exit_.value.code == 2
     assert field in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_designs_cuts_the_scale_to_the_named_labels_in_both_classes():
+    parser = run.argparse.ArgumentParser()
+    args = run.argparse.Namespace(apps="dotproduct", par_factors="1,2", window=None, scale="seed", normalise="worst",
+                                  designs="S-x1-db,D-x0-v4-f512-b3")
+    scale, factors, reference = run.checked(parser, args)
+    assert [(label, execution) for label, execution, _, _ in scale.designs] == [
+        ("S-x1-db", "pipelined"), ("D-x0-v4-f512-b3", "pipelined"),
+        ("S-x1-db", "time_scheduled"), ("D-x0-v4-f512-b3", "time_scheduled")]
+    assert scale.window == 4096 and factors == (1, 2) and reference is None
