@@ -92,6 +92,8 @@ from solvermap.mappers.plasticine import PIPELINE
 from solvermap.mappers.plasticine import network as net
 
 HERE = Path(__file__).parent
+README = HERE.parents[1] / "README.md"
+BEGIN, END = "<!-- network-fig316:begin (written by studies/network_dse/run.py) -->", "<!-- network-fig316:end -->"
 APPS = ["dotproduct", "outerproduct", "blackscholes", "tpchq6", "lattice", "gda", "gemm", "kmeans", "logreg",
         "sgd", "lstm", "gru", "lenet"]
 PAR_LIMIT = {"dotproduct": 16, "outerproduct": 8, "blackscholes": 4, "tpchq6": 4, "lattice": 3, "gda": 8,
@@ -563,6 +565,29 @@ def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def fig316_block(fig316: pd.DataFrame) -> str:
+    """The README's Fig 3.16 table: per CGRA class and network, the seed's ratio beside ours (best design)."""
+    def cell(row, metric: str) -> str:
+        seed, ours, design = row[f"seed_{metric}"], row[f"ours_{metric}"], row[f"ours_{metric}_design"]
+        seed_text = "—" if pd.isna(seed) else f"{seed:.1f}"
+        ours_text = "—" if pd.isna(ours) else f"{ours:.2f} ({design})"
+        return f"{seed_text} / {ours_text}"
+
+    lines = [BEGIN, "", "| CGRA | network | perf: seed / ours (design) | perf/W | perf/area |", "|---|---|---|---|---|"]
+    for _, row in fig316.iterrows():
+        lines.append(f"| {row['cgra'].replace('_', '-')} | {row['network']} | {cell(row, 'perf')} | "
+                     f"{cell(row, 'perf_per_w')} | {cell(row, 'perf_per_area')} |")
+    return "\n".join([*lines, "", END])
+
+
+def write_readme(fig316: pd.DataFrame) -> None:
+    """Replace the README's Fig 3.16 block (between its markers) with the table of ``fig316``."""
+    text = README.read_text()
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        README.write_text(head + fig316_block(fig316) + rest.split(END, 1)[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", default=",".join(APPS))
@@ -598,6 +623,8 @@ def main() -> None:
     versus = solver_vs_baseline(runs)
     versus.to_csv(out / "solver_vs_baseline.csv", index=False)
     plot(summary, fig316, out / "network_dse.png")
+    if out.resolve() == (HERE / "results").resolve():
+        write_readme(fig316)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(summary.to_string(index=False))
         print(fig316.to_string(index=False))
