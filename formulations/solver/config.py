@@ -160,13 +160,18 @@ class SolveResult:
 BACKSTOP_MESSAGE = "stopped by the wall-clock backstop before the deterministic budget: the result may depend on machine load"
 
 
-def backstop_fired(config: SolverConfig, seconds: float, limit_reached: bool, work: float | None = None) -> bool:
-    """A deterministic solve stopped by the wall clock (its backstop) instead of its work budget: stopped by a
-    limit with less than its budget of reported ``work`` (a work limit that stops a solve is reached), or,
-    for a backend that reports no work, at the wall limit."""
+def backstop_fired(config: SolverConfig, seconds: float, limit_reached: bool, work: float | None = None,
+                   *, by_clock: bool | None = None) -> bool:
+    """A deterministic solve stopped by the wall clock (its backstop) instead of its work budget: ``by_clock``
+    when the backend names the limit that stopped it (HiGHS and SCIP: a MILP's root node can report more
+    work than its node-limit budget and still be stopped by the clock), else stopped by a limit with less
+    than its budget of reported ``work`` (a work limit that stops a solve is reached), or, for a backend
+    that reports no work, at the wall limit."""
     budget = config.work_budget()
     if not limit_reached or budget is None:
         return False
+    if by_clock is not None:
+        return by_clock
     if work is not None:
         return work < 0.99 * budget
     wall = config.wall_limit()

@@ -209,6 +209,18 @@ def _normalise_mathopt(result: Any) -> tuple[Status, float | None, float | None,
     return status, objective, bound, limit, detail
 
 
+def _stopped_by_clock(backend: str, result: Any) -> bool | None:
+    """Whether the wall clock stopped a MathOpt solve, where the backend says which limit did (HiGHS, SCIP:
+    a node or iteration limit is reported as such); None where it does not say (CP-SAT's deterministic limit
+    is reported as a time limit too)."""
+    from ortools.math_opt.python import mathopt
+
+    limit = result.termination.limit
+    if backend not in ("highs", "scip") or limit in (None, mathopt.Limit.UNDETERMINED, mathopt.Limit.OTHER):
+        return None
+    return limit == mathopt.Limit.TIME
+
+
 @contextlib.contextmanager
 def sigint_survives() -> Iterator[Any]:
     """Make a Ctrl-C during a solve raise ``KeyboardInterrupt`` once the solve returns; yields a MathOpt
@@ -316,7 +328,7 @@ def solve_milp(builder: ModelBuilder, config: SolverConfig, *, use_hints: bool =
         bound = objective
     stats = result.solve_stats
     work = cpsat_work() if backend == "cpsat" else lp_work(stats.node_count, stats.simplex_iterations)
-    fired = backstop_fired(config, seconds, limit, work)
+    fired = backstop_fired(config, seconds, limit, work, by_clock=_stopped_by_clock(backend, result))
     return MilpSolution(
         SolveResult(
             status=status,
@@ -530,7 +542,7 @@ def solve_lp(builder: ModelBuilder, config: SolverConfig) -> LpSolution:
     seconds = time.perf_counter() - start
     status, objective, bound, limit, detail = _normalise_mathopt(result)
     work = lp_work(0, result.solve_stats.simplex_iterations)
-    fired = backstop_fired(config, seconds, limit, work)
+    fired = backstop_fired(config, seconds, limit, work, by_clock=_stopped_by_clock(backend, result))
     record = SolveResult(status, objective, bound, relative_gap(objective, bound) if status.has_solution else None,
                          builder.build_seconds, seconds, backend, backend_version(backend), limit,
                          "; ".join(m for m in (detail, BACKSTOP_MESSAGE if fired else "") if m),

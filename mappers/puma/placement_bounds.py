@@ -50,6 +50,18 @@ Bound
     (min(count, K) copies of each unit type's pattern rows, identical units ordered by load), whose MILP dual
     bound replaces the LP's when higher. :func:`message_bound` / :func:`crossing_bound` with ``evaluate=True``
     return a relaxation's value at a real placement's own patterns — never above that placement's part (tested).
+Whole messages
+    each group's term counts whole messages (chain cuts, column values sent, home links apart) times its
+    weight, so over the groups whose weight is a multiple of the *grain* (:func:`message_grain`: the weight
+    carrying the most bytes, 256 B on the MLPs) the message bytes of every placement are a whole number of
+    grains. The message relaxation restricted to those groups (the others count 0; a second column
+    generation, warm-started with the first one's columns, when there are others) is rounded up to whole
+    grains (:func:`_whole_grains`); the message bound is the larger of it and the unrestricted relaxation.
+Wall clock
+    every solve has the wall-clock backstop of the whole bound's work (the facade's 20 × work + 60 s), not
+    that of its own share: a HiGHS root node is not bounded by a node limit, and a share's backstop (61 s
+    for 0.05 units) could stop it under load and change the bound. A solve the backstop stops sets the
+    bound's ``backstop_fired``, which the placement's record carries.
 """
 
 from __future__ import annotations
@@ -60,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvermap.formulations.solver import ModelBuilder, SolveResult, SolverConfig, solve_cpsat, solve_lp, solve_milp
-from solvermap.formulations.strategy import Budget
+from solvermap.formulations.strategy import MIN_SOLVE_WORK, Budget
 from solvermap.hardware.puma.placement_problem import PumaPlacementProblem
 from solvermap.hardware.puma.program import IO_INPUT, IO_OUTPUT, PumaPlacement
 
@@ -685,10 +697,14 @@ class UnitType:
 
 
 def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, starts: list[PumaPlacement],
-                 types: list[UnitType], constant: float, budget: Budget, evaluate: bool) -> tuple[float, dict]:
+                 types: list[UnitType], constant: float, budget: Budget, evaluate: bool,
+                 pool: list[tuple[str, dict]] | None = None, backstop_s: float | None = None) -> tuple[float, dict]:
     """Column generation over unit patterns: master LP min Σ cost·λ s.t. covering rows, Σ tiles·λ ≤ K,
     Σ_patterns of a type λ ≤ its count, isoperimetric (DP) cuts; columns found by CP-SAT, priced exactly per
     type by a HiGHS MILP; every solve through the facade, charged to ``budget`` (deterministic work).
+    ``pool``: (type name, pattern) columns of an earlier run over the same rows, added first; the columns
+    this run generates are appended to it. ``backstop_s``: the wall-clock backstop of every solve (default:
+    the facade's backstop of this relaxation's whole budget); a solve it stops sets ``backstop_fired``.
     Returns the best Lagrangian bound (valid at every iteration, any duals) + ``constant``."""
     t0 = time.perf_counter()
     spent_before = budget.elapsed()
@@ -717,16 +733,40 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         out[("conv", t.name)] = 1.0
         return out
 
-    def add(t: UnitType, q: dict, pin: bool = False) -> None:
+    generated: list[tuple[str, dict]] = []
+
+    def add(t: UnitType, q: dict, pin: bool = False, fresh: bool = True) -> None:
         master.add(_value(t.cost, q), 1.0 if pin else math.inf, coefs_of(t, q), 1.0 if pin else 0.0)
+        if fresh and not pin:
+            generated.append((t.name, q))
 
     type_of_router = {r: t for t in types for r in t.routers}
     pricers = {t.name: _PricingMilp(st, cap, t.max_tiles) for t in types}
     for placement in starts:
         for unit in unit_counts(problem, st, placement, by_router):
-            add(type_of_router[unit["unit"]] if by_router else types[0], unit["q"], evaluate)
+            add(type_of_router[unit["unit"]] if by_router else types[0], unit["q"], evaluate, fresh=False)
+    type_named = {t.name: t for t in types}
+    for name, q in pool or []:
+        if name in type_named:
+            add(type_named[name], q, fresh=False)
+    backstop = backstop_s
+    if backstop is None and budget.total is not None:
+        backstop = budget.config.with_budget(budget.total).wall_limit()
+
+    def limited(work: float | None) -> SolverConfig:
+        """``work`` units of deterministic work under the wall-clock ``backstop``: the facade's backstop of a
+        share alone (20 × share + 60 s: 61 s for 0.05 units) is reached under load by solves whose work budget
+        does not bound their time (a HiGHS root node beyond its node limit), and a solve the wall clock stops
+        changes the bound. None: unlimited."""
+        if work is None:
+            return budget.config
+        config = budget.config.with_budget(max(MIN_SOLVE_WORK, work))
+        if backstop is None or not config.deterministic:
+            return config
+        return config.with_(work_limit=config.time_limit_s, time_limit_s=max(backstop, config.wall_limit() or 0.0))
+
     def master_solve() -> tuple[float, dict[Any, float]]:
-        config = budget.share(1.0)
+        config = limited(budget.left())
         value, duals, record = master.solve(config)
         budget.charge_solve(record, config)
         return value, duals
@@ -747,7 +787,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         for t in types:
             f = _reduced_costs(t.cost, rows, duals)
             f[("one",)] = f.get(("one",), 0.0) - duals[("conv", t.name)]
-            config = budget.config.with_budget(min(1.0, max(0.05, left / (8 * len(types)))))
+            config = limited(min(1.0, max(0.05, left / (8 * len(types)))))
             columns, record = _heuristic_columns(st, cap, t.max_tiles, f, config)
             budget.charge_solve(record, config)
             for q in columns:
@@ -759,7 +799,7 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         exact_every = 0
         lagrangian = sum(duals[r] * rhs[r] for r in rows)
         for t in types:
-            config = budget.config.with_budget(min(20.0, max(0.2, left / (2 * len(types)))))
+            config = limited(min(20.0, max(0.2, left / (2 * len(types)))))
             price, found, record = _price(pricers[t.name], t.cost, rows, duals, config)
             budget.charge_solve(record, config)
             lagrangian += t.count * min(0.0, price)
@@ -770,10 +810,13 @@ def _typed_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, sta
         best = max(best, lagrangian)
         if left_now() <= 0.5 or not added or lp - best <= 1e-4 * max(1.0, abs(lp)):
             break
+    if pool is not None:
+        pool.extend(generated)
     info = {"iterations": iterations, "lp": lp + constant, "lagrangian": best + constant}
     if left_now() >= COMPACT_MIN_WORK:
-        compact, record = _compact_bound(st, k_tiles, types, pricers, rows, sense, rhs, budget.share(1.0))
-        budget.charge_solve(record, budget.share(1.0))
+        config = limited(budget.left())
+        compact, record = _compact_bound(st, k_tiles, types, pricers, rows, sense, rhs, config)
+        budget.charge_solve(record, config)
         info["compact"] = compact + constant
         info["compact_status"] = str(record.status)
         best = max(best, compact)
@@ -829,28 +872,72 @@ def _compact_bound(st: Structure, k_tiles: int, types: list[UnitType], pricers: 
 
 
 def message_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, work: float | Budget,
-                  evaluate: bool = False) -> tuple[float, dict]:
+                  evaluate: bool = False, grain: float | None = None,
+                  pool: list[tuple[str, dict]] | None = None, backstop_s: float | None = None) -> tuple[float, dict]:
     """Lower bound on message bytes (every message between two tiles, ≥ 1 router each), spending ``work``
-    (deterministic work units, or a :class:`Budget`)."""
+    (deterministic work units, or a :class:`Budget`). With ``grain`` (bytes): the relaxation of only the
+    message groups whose weight is a multiple of it — their bytes are then a whole number of grains in
+    every placement — rounded up to whole grains (:func:`_whole_grains`); the other groups count 0. ``pool``,
+    ``backstop_s``: see :func:`_typed_bound`."""
     cost: dict[tuple, float] = {}
-    constant = st.forced + sum(o.weight * o.count for o in st.outputs)
+    fixed = st.forced + sum(o.weight * o.count for o in st.outputs)  # exact: one message each
+    constant = fixed
+
+    def kept(weight: float) -> bool:
+        return grain is None or _multiple(weight, grain)
+
     for g, grid in enumerate(st.grids):
-        if grid.chain_weight > 0:
+        if grid.chain_weight > 0 and kept(grid.chain_weight):
             cost[("b", g)] = grid.chain_weight
             constant -= grid.chain_weight * len(grid.rows)
     for c, col in enumerate(st.columns):
-        if col.source in ("io", "grid"):
+        if col.source in ("io", "grid") and kept(col.weight):
             cost[("ac", c)] = col.weight
             cost[("s", c)] = -col.weight
     for k, link in enumerate(st.links):
-        cost[("c", k)] = -link.weight
-        constant += link.weight * link.count
+        if kept(link.weight):
+            cost[("c", k)] = -link.weight
+            constant += link.weight * link.count
     types = [UnitType("tile", None, k_tiles, cost)]
-    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate)
+    value, info = _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate,
+                               pool, backstop_s)
+    if grain is None:
+        return value, info
+    info.update(grain=grain, relaxation=value)
+    return _whole_grains(value, fixed, grain), info
+
+
+def message_grain(st: Structure) -> tuple[float | None, bool]:
+    """The message weight (bytes) carrying the most traffic in the message relaxation's groups, when a whole
+    number ≥ 2, and whether every group's weight is a multiple of it (then one relaxation, rounded, bounds
+    all messages; else the rounded one drops the other groups)."""
+    traffic: dict[float, float] = {}
+    weights = [(grid.chain_weight, grid.chain_weight * grid.size) for grid in st.grids if grid.chain_weight > 0]
+    weights += [(col.weight, col.weight * col.count) for col in st.columns if col.source in ("io", "grid")]
+    weights += [(link.weight, link.weight * link.count) for link in st.links]
+    for weight, total in weights:
+        traffic[float(weight)] = traffic.get(float(weight), 0.0) + total
+    if not traffic:
+        return None, True
+    grain = max(sorted(traffic), key=lambda w: traffic[w])
+    if grain < 2 or not grain.is_integer():
+        return None, True
+    return grain, all(_multiple(w, grain) for w in traffic)
+
+
+def _multiple(weight: float, grain: float) -> bool:
+    return float(weight).is_integer() and int(weight) % int(grain) == 0
+
+
+def _whole_grains(value: float, fixed: float, grain: float) -> float:
+    """A bound ``value`` = ``fixed`` + a bound on bytes that are a whole number ≥ 0 of ``grain``-byte messages
+    in every placement, rounded up to the next whole number of them (a margin of 1e-6 grain against the
+    LP's rounding noise)."""
+    return fixed + grain * max(0, math.ceil((value - fixed) / grain - 1e-6))
 
 
 def crossing_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, start, work: float | Budget,
-                   evaluate: bool = False) -> tuple[float, dict]:
+                   evaluate: bool = False, backstop_s: float | None = None) -> tuple[float, dict]:
     """Lower bound on router-crossing bytes: the same relaxation with routers as units (a message leaving
     a router crosses ≥ 1 more link; from the input router or to the output router exactly the manhattan
     distance), routers grouped by their compute tiles and distances to the I/O routers."""
@@ -892,7 +979,8 @@ def crossing_bound(problem: PumaPlacementProblem, st: Structure, k_tiles: int, s
                 key = ("e", out.src_grid, kk)
                 cost[key] = cost.get(key, 0.0) + out.weight * out.per_source_min * d_out
         types.append(UnitType(f"router{tiles}/{d_in}/{d_out}", tiles, len(members), cost, tuple(members)))
-    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate)
+    return _typed_bound(problem, st, k_tiles, _starts(start, k_tiles), types, constant, _budget(work), evaluate,
+                        backstop_s=backstop_s)
 
 
 def _budget(work: float | Budget) -> Budget:
@@ -935,7 +1023,8 @@ def lower_bound(problem: PumaPlacementProblem, work: float, start: PumaPlacement
     (default: the problem's minimum + ``extra_tiles``): message bound + crossing bound, never below
     :func:`io_floor`, rounded down to a whole byte. The crossing bound runs first on 85 % of ``work`` (its
     whole-unit MILP is what lifts it), the message bound on what is left (its column generation converges
-    quickly; the whole-unit MILP runs only with ``COMPACT_MIN_WORK`` more).
+    quickly; the whole-unit MILP runs only with ``COMPACT_MIN_WORK`` more), rounded up to whole messages
+    (module docstring).
     ``work`` is deterministic work (:mod:`solvermap.formulations.strategy`), so the bound — which decides
     whether a placement is reported optimal — does not depend on machine load; ``config`` gives the seed
     and the deterministic switch. ``start`` (valid placements; those on ≤ K tiles are used) seeds the columns."""
@@ -948,9 +1037,20 @@ def lower_bound(problem: PumaPlacementProblem, work: float, start: PumaPlacement
                                                           "io_floor": floor})
     base = (config or SolverConfig()).with_(backend="highs", threads=1).with_budget(work)
     budget = Budget(base)
-    c_value, c_info = crossing_bound(problem, st, k, start, Budget(base.with_budget(0.85 * work)))
+    backstop = base.wall_limit()  # every solve's: the facade's backstop of the whole bound's work
+    c_value, c_info = crossing_bound(problem, st, k, start, Budget(base.with_budget(0.85 * work)), backstop_s=backstop)
     budget.charge(c_info.get("work", 0.0))
-    m_value, m_info = message_bound(problem, st, k, start, Budget(base.with_budget(max(0.5, budget.left()))))
+    grain, every = message_grain(st)
+    pool: list[tuple[str, dict]] = []
+    m_value, m_info = message_bound(problem, st, k, start, Budget(base.with_budget(max(0.5, budget.left()))),
+                                    grain=grain if every else None, pool=pool, backstop_s=backstop)
+    if grain is not None and not every:  # the groups of other weights dropped: a second relaxation, rounded,
+        budget.charge(m_info.get("work", 0.0))  # warm-started with the first one's columns
+        whole, w_info = message_bound(problem, st, k, start, Budget(base.with_budget(max(0.5, budget.left()))),
+                                      grain=grain, pool=pool, backstop_s=backstop)
+        m_info["whole_messages"] = {"value": whole, **w_info}
+        m_value = max(m_value, whole)
+        m_info["backstop_fired"] = bool(m_info.get("backstop_fired") or w_info.get("backstop_fired"))
     value = float(math.floor(max(m_value + c_value, floor) + 1e-6))
     fired = bool(m_info.get("backstop_fired") or c_info.get("backstop_fired"))
     return Bound(value, float(m_value), float(c_value), k, time.perf_counter() - t0, st.ignored,

@@ -29,12 +29,51 @@ kept per app and design, normalised metrics, filter), summary.csv (geomeans per 
 ``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
 (``failed-step``: the step that failed); empty, every solve of the row ended on its deterministic work budget,
 so the row repeats on any machine load.
+
+Seed scale (``--scale seed``, issue 28; default output ``results_seed/``; without the flag nothing above
+changes):
+
+- array NT15: 14×14 end-point PBs (L400) in the presets' 1:1 PCU/PMU checkerboard (L251, assumption A1),
+  i.e. 98 PCUs and 98 PMUs; the DAGs sit in one column on each side (L489, as NT1 and A8), 14 per side, so the
+  mesh is 14×16. The seed gives no PCU/PMU counts for its 14×14 array (digest §0). Partition and merge run
+  against this array (their cache files carry ``-14x14``).
+- designs: the Table 3.2 grid (L388–396), per CGRA class, ``SEED_GRID``:
+  S × x ∈ {1, 2, 3, 4} × {db, cd}: flow control and static bandwidth are the static axes (L304–310, Fig 3.14,
+  L417–419); S-x1 and S-x2 are named (L443–445), x3 is the static peer of the 3× hybrid (L435, L447 compares
+  hybrids with "the corresponding pure static networks"), x4 the top of the bandwidth sweep ("linear
+  performance, superlinear area", L417; NT5 calibrates S-x4 at ~21 % of the array, the top of the 10–20 %
+  of L398); cd is studied on switches only (L304–306, L419).
+  H × x ∈ {1, 2, 3} × v ∈ {2, 4} × f ∈ {128, 256, 512} × b ∈ {3, 6} (flow control db): hybrids with 2× and 3×
+  static bandwidth (L435) and 1× (the S-x1 peer); v2 is what the best hybrids need, v4 what the pure dynamic
+  network needs (L435), more VCs add little (L433); f512 is one flit per 512-bit vector (L400), narrower flits
+  trade bandwidth for area (L312, L437), 128 is the preset's (NT13), 256 between; b3 is the seed's
+  "just large enough" (L312), b6 the doubled depth whose area and energy L366 charges (the seed gives no
+  second value: assumption NT16).
+  D × x0 × v ∈ {2, 4} × f ∈ {128, 256, 512} × b ∈ {3, 6}: D-x0-v4-f512 is named (L445), v2 is the count
+  too few for it (L433–435).
+  That is 8 + 36 + 12 = 56 designs per class, 112 per app and par; labels are ``NetworkDesign.label()``
+  (e.g. ``H-x2-v2-f128-b3-db``). split, route and VC depend on the network type, x#, the scalar links and
+  v# only (not on f#, b# or the flow control), so designs that agree on those share one solve and are each
+  simulated on their own (``solved_with`` names the design whose solve a row reuses; solver_vs_baseline.csv
+  counts every solve once).
+- ``--normalise worst`` (default): per app to the worst configuration of its CGRA class, geomean over apps
+  (L400), as above; ``--normalise LABEL`` divides by that design's metric instead (apps where it does not
+  map drop out of the geomeans).
+- ``--window-check``: every row is simulated at ``--window`` W and again at 2W (same solves) into
+  ``runs_2w.csv``; ``window_check.csv`` gives each Fig 3.16 ratio at W and 2W and the relative change; W is
+  long enough when no ratio moves by more than 2 %.
+- window: 4096 firings (``--window`` sets another). The window check of a two-app pilot (dotproduct, tpchq6)
+  at 1024 moved the perf ratios by 6 %: the congested dynamic designs, which are the per-app worst, gain 6–7 %
+  cycles from 1024 to 2048 firings, and the gain halves with each doubling (below 2 % from 4096 to 8192).
+- ``--par-factors 1,2`` (default): pars = factor × the app's default par, capped by ``PAR_LIMIT``;
+  ``--designs L1,L2``: only these designs of the scale (a subset for a window check or a split run).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 import pickle
 import time
@@ -53,6 +92,8 @@ from solvermap.mappers.plasticine import PIPELINE
 from solvermap.mappers.plasticine import network as net
 
 HERE = Path(__file__).parent
+README = HERE.parents[1] / "README.md"
+BEGIN, END = "<!-- network-fig316:begin (written by studies/network_dse/run.py) -->", "<!-- network-fig316:end -->"
 APPS = ["dotproduct", "outerproduct", "blackscholes", "tpchq6", "lattice", "gda", "gemm", "kmeans", "logreg",
         "sgd", "lstm", "gru", "lenet"]
 PAR_LIMIT = {"dotproduct": 16, "outerproduct": 8, "blackscholes": 4, "tpchq6": 4, "lattice": 3, "gda": 8,
@@ -86,6 +127,60 @@ SEED_FIG316 = [  # L449 (Fig 3.16): relative to the worst configuration, among d
     {"cgra": "time_scheduled", "network": "static", "perf": 8.6, "perf_per_w": None, "perf_per_area": 2.6},
 ]
 
+SEED_ARRAY = {"grid.columns": 14, "grid.rows": 14, "pcu.count": 98, "pmu.count": 98, "dag.count": 28}  # NT15, L400
+SEED_GRID = {  # Table 3.2 axes at seed scale; the module docstring gives each value's seed line
+    "static": {"x": (1, 2, 3, 4), "flow_control": ("db", "cd")},
+    "hybrid": {"x": (1, 2, 3), "vcs": (2, 4), "flit_bits": (128, 256, 512), "buffers_per_vc": (3, 6)},
+    "dynamic": {"vcs": (2, 4), "flit_bits": (128, 256, 512), "buffers_per_vc": (3, 6)},
+}
+SEED_NAMED = ["S-x1-db", "S-x2-db", "D-x0-v4-f512-b3", "H-x2-v2-f128-b3-db", "H-x3-v2-f128-b3-db"]  # L435, L443-445
+WINDOW_TOLERANCE = 0.02  # a window is long enough when doubling it moves no Fig 3.16 ratio by more than this
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    """What one study scale runs: the array, the designs, and whether designs share split/route/VC solves."""
+
+    name: str
+    array: dict
+    designs: list  # (label, execution, preset, overrides)
+    share_solves: bool
+    out: Path
+    window: int  # simulation window: firings of the busiest unit
+
+    @property
+    def tag(self) -> str:
+        """The partition/merge cache files' suffix: empty on the presets' 16x8 array."""
+        return f"-{self.array['grid.columns']}x{self.array['grid.rows']}" if self.array else ""
+
+
+def seed_grid() -> list[tuple[str, str, dict]]:
+    """The SEED_GRID designs as (label, preset, overrides), labelled by the spec itself (Table 3.2 naming)."""
+    out = []
+    for preset, axes in SEED_GRID.items():
+        for values in itertools.product(*axes.values()):
+            chosen = dict(zip(axes, values))
+            overrides = {}
+            if "x" in chosen:
+                overrides["network.static.vector_links"] = chosen["x"]
+            if "flow_control" in chosen:
+                overrides["network.static.flow_control"] = chosen["flow_control"]
+            for key in ("vcs", "flit_bits", "buffers_per_vc"):
+                if key in chosen:
+                    overrides[f"network.dynamic.{key}"] = chosen[key]
+            label = spec_for(preset, overrides, "pipelined", SEED_ARRAY).network.label()
+            out.append((label, preset, overrides))
+    return out
+
+
+def scale_of(name: str) -> Scale:
+    if name == "default":
+        return Scale("default", {}, DESIGNS, False, HERE / "results", 1024)
+    grid = seed_grid()
+    designs = [(label, execution, preset, o) for execution in ("pipelined", "time_scheduled")
+               for label, preset, o in grid]
+    return Scale("seed", SEED_ARRAY, designs, True, HERE / "results_seed", 4096)
+
 
 COLUMNS = [  # one fixed order for every appended row, whatever the row's outcome
     'app', 'par', 'design', 'execution', 'network', 'place_obj', 'place_bound', 'place_baseline',
@@ -98,28 +193,71 @@ COLUMNS = [  # one fixed order for every appended row, whatever the row's outcom
     'dynamic_hops', 'hops', 'pbs_used', 'max_dynamic_link_utilization', 'backstop_fired', 'status', 'seconds',
     'error',
 ]
+SHARED_COLUMNS = COLUMNS + ['solved_with']  # seed scale: the design whose split/route/VC solve a row reuses
+SIM_COLUMNS = {  # row column -> key of the simulation's result (mappers/plasticine/network.simulate_mapping)
+    "cycles": "cycles", "ideal_cycles": "ideal_cycles", "overhead": "network_overhead", "deadlock": "deadlock",
+    "network_area_mm2": "network_area_mm2", "network_energy_j": "network_energy_j",
+    "network_power_w": "network_power_w", "static_hops": "static_hops", "dynamic_hops": "dynamic_hops",
+    "hops": "hops", "max_dynamic_link_utilization": "max_dynamic_link_utilization",
+}
 
 
-def spec_for(preset: str, overrides: dict, execution: str):
-    return load_target(f"plasticine-{preset}", {**overrides, "network.execution": execution})
+def spec_for(preset: str, overrides: dict, execution: str, array: dict | None = None):
+    return load_target(f"plasticine-{preset}", {**(array or {}), **overrides, "network.execution": execution})
 
 
-def pars(app: str) -> list[int]:
+def pars(app: str, factors: tuple[int, ...] = (1, 2)) -> list[int]:
     default = int(build(app, "plasticine", {}).params.get("par", 1))
-    return sorted({default, min(PAR_LIMIT[app], 2 * default)})
+    return sorted({min(PAR_LIMIT[app], f * default) if f > 1 else default for f in factors})
+
+
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Scale, tuple[int, ...], str | None]:
+    """The scale (its designs cut to ``--designs``, its window set by ``--window``), par factors and normalisation
+    reference of the command line; a bad flag exits 2 naming it."""
+    unknown = [a for a in args.apps.split(",") if a not in PAR_LIMIT]
+    if unknown:
+        parser.error(f"--apps: unknown app {unknown[0]!r}; choose from {', '.join(APPS)}")
+    try:
+        factors = tuple(int(f) for f in args.par_factors.split(","))
+    except ValueError:
+        factors = ()
+    if not factors or min(factors) < 1:
+        parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
+    if args.window is not None and args.window < 1:
+        parser.error(f"--window: {args.window} is not a positive number of firings")
+    scale = scale_of(args.scale)
+    if args.window is not None:
+        scale = dataclasses.replace(scale, window=args.window)
+    if args.designs:
+        wanted = args.designs.split(",")
+        missing = [label for label in wanted if label not in {label for label, *_ in scale.designs}]
+        if missing:
+            parser.error(f"--designs: {missing[0]!r} is not a design of --scale {scale.name}")
+        scale = dataclasses.replace(scale, designs=[d for d in scale.designs if d[0] in wanted])
+    reference = None if args.normalise == "worst" else args.normalise
+    if reference is not None and reference not in {label for label, *_ in scale.designs}:
+        parser.error(f"--normalise: {reference!r} is not a design of --scale {scale.name}")
+    return scale, factors, reference
+
+
+def solve_key(spec) -> tuple:
+    """What split, route and VC allocation read of a design: type, static tracks, VCs (not f#, b#, flow control)."""
+    n = spec.network
+    return (n.type, n.static.vector_links if n.has_static else 0, n.static.scalar_links if n.has_static else 0,
+            n.dynamic.vcs if n.has_dynamic else 0)
 
 
 def io_variant(preset: str) -> str:
     return "static-ports" if preset == "static" else "router-ports"
 
 
-def mapped(app: str, par: int, io: str, cache: Path, config: SolverConfig):
+def mapped(app: str, par: int, io: str, cache: Path, config: SolverConfig, array: dict | None = None, tag: str = ""):
     """Partition + merge (cached on disk): (workload, vbgraph, merge, decisions the wall-clock backstop stopped)
     or an error string."""
-    path = cache / f"{app}-p{par}-{io}.v2.pkl"  # v2: the tuple carries the backstop's decisions
+    path = cache / f"{app}-p{par}-{io}{tag}.v2.pkl"  # v2: the tuple carries the backstop's decisions
     if path.exists():
         return pickle.loads(path.read_bytes())
-    spec = load_target("plasticine-static" if io == "static-ports" else "plasticine-hybrid")
+    spec = load_target("plasticine-static" if io == "static-ports" else "plasticine-hybrid", array or {})
     workload = build(app, "plasticine", {"par": par})
     ctx = Context(workload=workload, target=spec, solver=config)
     try:
@@ -144,7 +282,8 @@ def place(workload, vbgraph, merge, spec, config: SolverConfig) -> dict:
             "record": record}
 
 
-def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) -> dict:
+def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) -> tuple[dict, Context]:
+    """Split, route and VC allocation of one design on a placement, simulated at ``window``: (row, solved context)."""
     ctx = Context(workload=workload, target=spec, solver=config,
                   options={"vc": {"sim_window": window}})
     ctx.state.update(placed["state"])
@@ -167,7 +306,6 @@ def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) 
         row[f"{rec.decision}_baseline_name"] = rec.baseline.name if rec.baseline else None
         row[f"{rec.decision}_source"] = rec.solution_source
         row[f"{rec.decision}_check"] = rec.check.ok
-    v = rec.validation
     vc_problem = ctx.state["vc.problem"]
     bound = rec.details["lower_bound"]
     per_path = vc_model.solve(dataclasses.replace(vc_problem, max_vcs=bound + 4, mode="per_path", joint=False), config)
@@ -176,54 +314,93 @@ def run_design(workload, placed: dict, spec, config: SolverConfig, window: int) 
         vcs_per_path=per_path.result.objective if per_path.decision is not None else None,
         vc_certificate_paths=len(per_path.details.get("certificate", {}).get("paths", [])) or None,
         static_links=ctx.state["split"] and len(ctx.state["split"].static),
-        cycles=v["cycles"], ideal_cycles=v["ideal_cycles"], overhead=v["network_overhead"], deadlock=v["deadlock"],
-        network_area_mm2=v["network_area_mm2"], network_energy_j=v["network_energy_j"],
-        network_power_w=v["network_power_w"], static_hops=v["static_hops"], dynamic_hops=v["dynamic_hops"],
-        hops=v["hops"], pbs_used=len(set(ctx.state["merge"].assignment.values())),
-        max_dynamic_link_utilization=v["max_dynamic_link_utilization"],
+        pbs_used=len(set(ctx.state["merge"].assignment.values())),
         backstop_fired=";".join(fired(records) + (["vc_per_path"] if per_path.result.backstop_fired else [])))
-    return row
+    row.update(sim_columns(rec.validation))
+    return row, ctx
 
 
-def collect(apps: list[str], out: Path, cache: Path, time_limit: float, window: int) -> pd.DataFrame:
-    csv = out / "runs.csv"
+def sim_columns(sim: dict) -> dict:
+    return {column: sim[key] for column, key in SIM_COLUMNS.items()}
+
+
+def resimulate(ctx: Context, spec, window: int) -> dict:
+    """The simulation columns of ``ctx``'s split, routes and VCs on ``spec`` (same placement) at ``window``."""
+    s = ctx.state
+    return sim_columns(net.simulate_mapping(s["network.view"], spec, s["place"], s["route.problem"], s["route"],
+                                            s.get("vc"), window=window))
+
+
+def finished(csv: Path) -> set[tuple]:
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame()
-    keys = set(zip(done.get("app", []), done.get("par", []), done.get("design", []), done.get("execution", [])))
+    return set(zip(done.get("app", []), done.get("par", []), done.get("design", []), done.get("execution", [])))
+
+
+def collect(apps: list[str], out: Path, cache: Path, time_limit: float, window: int, scale: Scale | None = None,
+            factors: tuple[int, ...] = (1, 2), window_check: bool = False) -> pd.DataFrame:
+    scale = scale or scale_of("default")
+    columns = SHARED_COLUMNS if scale.share_solves else COLUMNS
+    csv, csv_2w = out / "runs.csv", out / "runs_2w.csv"
+    keys, keys_2w = finished(csv), finished(csv_2w)
     config = SolverConfig(time_limit_s=time_limit)
     for app in apps:
-        for par in pars(app):
+        for par in pars(app, factors):
             placements: dict = {}
-            for label, execution, preset, overrides in DESIGNS:
-                if (app, par, label, execution) in keys:
+            solved: dict = {}  # (io, execution, solve_key) -> (design, its solver columns, solved context | None)
+            for label, execution, preset, overrides in scale.designs:
+                key = (app, par, label, execution)
+                if key in keys and (not window_check or key in keys_2w):
                     continue
                 row = {"app": app, "par": par, "design": label, "execution": execution, "network": preset}
+                row_2w = None
                 start = time.perf_counter()
                 io = io_variant(preset)
-                m = mapped(app, par, io, cache, config)
+                m = mapped(app, par, io, cache, config, scale.array, scale.tag)
                 if isinstance(m, str):
                     row.update(status="unmapped", error=m)
                 else:
                     workload, vbgraph, merge, mapping_fired = m
-                    spec = spec_for(preset, overrides, execution)
+                    spec = spec_for(preset, overrides, execution, scale.array)
+                    shared = (io, execution, solve_key(spec)) if scale.share_solves else None
                     try:
                         if (io, execution) not in placements:
                             placements[(io, execution)] = place(workload, vbgraph, merge, spec, config)
-                        row.update(run_design(workload, placements[(io, execution)], spec, config, window))
-                        row["backstop_fired"] = ";".join(filter(None, [*mapping_fired, row["backstop_fired"]]))
-                        row["status"] = "deadlock" if row["deadlock"] else "ok"
+                        if shared in solved:
+                            first, columns_of_solve, ctx = solved[shared]
+                            row.update(columns_of_solve, solved_with=first)
+                            if ctx is not None:
+                                row.update(resimulate(ctx, spec, window))
+                        else:
+                            design_row, ctx = run_design(workload, placements[(io, execution)], spec, config, window)
+                            row.update(design_row)
+                            row["backstop_fired"] = ";".join(filter(None, [*mapping_fired, row["backstop_fired"]]))
+                            if shared is not None:
+                                solved[shared] = (label, {k: row[k] for k in design_row}, ctx)
+                        if ctx is not None:
+                            row["status"] = "deadlock" if row["deadlock"] else "ok"
+                            if window_check:
+                                row_2w = {**row, **resimulate(ctx, spec, 2 * window)}
+                                row_2w["status"] = "deadlock" if row_2w["deadlock"] else "ok"
                     except SolvermapError as exc:
                         placed = placements.get((io, execution))
                         stopped = [*mapping_fired, *(fired([placed["record"]]) if placed else []),
                                    *(["failed-step"] if getattr(exc, "load_dependent", False) else [])]
                         row.update(status="par-failed", error=f"{type(exc).__name__}: {exc}"[:300],
                                    backstop_fired=";".join(stopped))
+                        if shared is not None and placed is not None and shared not in solved:
+                            solved[shared] = (label, {k: row[k] for k in ("status", "error", "backstop_fired")}, None)
                     except Exception as exc:  # noqa: BLE001 - a study records and continues
                         row.update(status="error", error=f"{type(exc).__name__}: {exc}"[:300])
                         traceback.print_exc()
                 row["seconds"] = round(time.perf_counter() - start, 1)
                 print({k: row.get(k) for k in ("app", "par", "design", "execution", "status", "cycles", "overhead",
                                                 "vcs", "vc_bound", "seconds", "error")}, flush=True)
-                pd.DataFrame([row]).reindex(columns=COLUMNS).to_csv(csv, mode="a", header=not csv.exists(), index=False)
+                if key not in keys:
+                    pd.DataFrame([row]).reindex(columns=columns).to_csv(csv, mode="a", header=not csv.exists(),
+                                                                        index=False)
+                if window_check and key not in keys_2w:
+                    pd.DataFrame([{**(row_2w or row), "seconds": row["seconds"]}]).reindex(columns=columns).to_csv(
+                        csv_2w, mode="a", header=not csv_2w.exists(), index=False)
     return pd.read_csv(csv)
 
 
@@ -241,14 +418,22 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def summarise(runs: pd.DataFrame, threshold: float = 0.10) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def summarise(runs: pd.DataFrame, threshold: float = 0.10,
+              reference: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per app and CGRA class, each metric over that of the worst design (L400), or of design ``reference``
+    (an app where ``reference`` does not map has no normalised metric); geomeans over apps per design."""
     chosen = best_par(runs)
     chosen["perf"] = 1.0 / chosen["cycles"]
     chosen["perf_per_area"] = chosen["perf"] / chosen["network_area_mm2"]
     chosen["perf_per_w"] = chosen["perf"] / chosen["network_power_w"]
     for metric in ("perf", "perf_per_area", "perf_per_w"):
-        worst = chosen.groupby(["app", "execution"])[metric].transform("min")
-        chosen[f"norm_{metric}"] = chosen[metric] / worst
+        if reference is None:
+            base = chosen.groupby(["app", "execution"])[metric].transform("min")
+        else:
+            of_reference = chosen[chosen["design"] == reference].set_index(["app", "execution"])[metric]
+            base = pd.Series([of_reference.get((app, execution), float("nan"))
+                              for app, execution in zip(chosen["app"], chosen["execution"])], index=chosen.index)
+        chosen[f"norm_{metric}"] = chosen[metric] / base
     chosen["kept"] = chosen["overhead"] <= threshold
     # an app on which no design stays within 10 % of its ideal network keeps its least-overhead designs
     # (within 10 % of that least overhead) so that it still counts: recorded in ``filter``
@@ -286,8 +471,11 @@ def summarise(runs: pd.DataFrame, threshold: float = 0.10) -> tuple[pd.DataFrame
 
 
 def solver_vs_baseline(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per decision: how often the solver's decision beat the best seed baseline, tied, or fell back."""
+    """Per decision: how often the solver's decision beat the best seed baseline, tied, or fell back. A row that
+    reuses another design's solve (``solved_with``, seed scale) is not counted again."""
     ok = runs[runs["status"] == "ok"]
+    if "solved_with" in ok:
+        ok = ok[ok["solved_with"].isna()]
     rows = []
     for decision, sense in (("place", "min"), ("split", "max"), ("route", "min"), ("vc", "min")):
         obj, base = ok[f"{decision}_obj"], ok[f"{decision}_baseline"]
@@ -308,6 +496,20 @@ def solver_vs_baseline(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def window_check(fig_w: pd.DataFrame, fig_2w: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Each Fig 3.16 ratio (best design per CGRA class and network, per metric) at ``window`` and at twice it."""
+    rows = []
+    for (_, w), (_, w2) in zip(fig_w.iterrows(), fig_2w.iterrows()):
+        for metric in ("perf", "perf_per_w", "perf_per_area"):
+            a, b = w[f"ours_{metric}"], w2[f"ours_{metric}"]
+            change = abs(b - a) / a if pd.notna(a) and pd.notna(b) and a else None
+            rows.append({"cgra": w["cgra"], "network": w["network"], "metric": metric, "window": window,
+                         "ratio": a, "design": w[f"ours_{metric}_design"], "window_2x": 2 * window, "ratio_2x": b,
+                         "design_2x": w2[f"ours_{metric}_design"], "rel_change": change,
+                         "within_tolerance": None if change is None else change <= WINDOW_TOLERANCE})
+    return pd.DataFrame(rows)
+
+
 def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
@@ -315,7 +517,12 @@ def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     execs = ["pipelined", "time_scheduled"]
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8), gridspec_kw={"width_ratios": [3, 1.5, 1.6, 1.6]})
+    per_class = summary.groupby("execution").size()
+    # the 13 default designs keep their figure; a larger grid widens its bar panels and lengthens the VC panel
+    wide = [min(4.0, max(1.0, per_class.get(e, 0) / n)) for e, n in zip(execs, (9, 4))]
+    tall = min(4.0, max(1.0, (summary["network"] != "static").sum() / 18))
+    fig, axes = plt.subplots(1, 4, figsize=(20 + 3 * (wide[0] - 1) + 1.5 * (wide[1] - 1), 4.8 * tall),
+                             gridspec_kw={"width_ratios": [3 * wide[0], 1.5 * wide[1], 1.6, 1.6]})
     for ax, execution in zip(axes[:2], execs):
         part = summary[summary["execution"] == execution]
         x = range(len(part))
@@ -358,23 +565,56 @@ def plot(summary: pd.DataFrame, fig316: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def fig316_block(fig316: pd.DataFrame) -> str:
+    """The README's Fig 3.16 table: per CGRA class and network, the seed's ratio beside ours (best design)."""
+    def cell(row, metric: str) -> str:
+        seed, ours, design = row[f"seed_{metric}"], row[f"ours_{metric}"], row[f"ours_{metric}_design"]
+        seed_text = "—" if pd.isna(seed) else f"{seed:.1f}"
+        ours_text = "—" if pd.isna(ours) else f"{ours:.2f} ({design})"
+        return f"{seed_text} / {ours_text}"
+
+    lines = [BEGIN, "", "| CGRA | network | perf: seed / ours (design) | perf/W | perf/area |", "|---|---|---|---|---|"]
+    for _, row in fig316.iterrows():
+        lines.append(f"| {row['cgra'].replace('_', '-')} | {row['network']} | {cell(row, 'perf')} | "
+                     f"{cell(row, 'perf_per_w')} | {cell(row, 'perf_per_area')} |")
+    return "\n".join([*lines, "", END])
+
+
+def write_readme(fig316: pd.DataFrame) -> None:
+    """Replace the README's Fig 3.16 block (between its markers) with the table of ``fig316``."""
+    text = README.read_text()
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        README.write_text(head + fig316_block(fig316) + rest.split(END, 1)[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--window", type=int, default=1024)
-    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--window", type=int, default=None, help="default: 1024 (seed scale: 4096)")
+    parser.add_argument("--out", default=None, help="default: results/ (seed scale: results_seed/)")
     parser.add_argument("--cache", default="runs/network_dse_cache")
     parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--scale", choices=("default", "seed"), default="default",
+                        help="seed: the 14x14 array and the Table 3.2 grid (module docstring)")
+    parser.add_argument("--par-factors", default="1,2", help="pars = factor x the app's default par (capped)")
+    parser.add_argument("--normalise", default="worst", help="worst (L400) or a design label to divide by")
+    parser.add_argument("--window-check", action="store_true", help="also simulate at 2 x --window; window_check.csv")
+    parser.add_argument("--designs", default=None, help="only these design labels of the scale (comma-separated)")
     args = parser.parse_args()
-    out, cache = Path(args.out), Path(args.cache)
+    scale, factors, reference = checked(parser, args)
+    out, cache = Path(args.out) if args.out else scale.out, Path(args.cache)
     out.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     if args.analyse_only:
+        if not (out / "runs.csv").exists():
+            parser.error(f"--analyse-only: {out / 'runs.csv'} does not exist")
         runs = pd.read_csv(out / "runs.csv")
     else:
-        runs = collect(args.apps.split(","), out, cache, args.time_limit, args.window)
-    chosen, summary, fig316 = summarise(runs)
+        runs = collect(args.apps.split(","), out, cache, args.time_limit, scale.window, scale, factors,
+                       args.window_check)
+    chosen, summary, fig316 = summarise(runs, reference=reference)
     chosen.to_csv(out / "chosen.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     fig316.to_csv(out / "fig316.csv", index=False)
@@ -383,10 +623,19 @@ def main() -> None:
     versus = solver_vs_baseline(runs)
     versus.to_csv(out / "solver_vs_baseline.csv", index=False)
     plot(summary, fig316, out / "network_dse.png")
+    if out.resolve() == (HERE / "results").resolve():
+        write_readme(fig316)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(summary.to_string(index=False))
         print(fig316.to_string(index=False))
         print(versus.to_string(index=False))
+
+    if args.window_check:
+        _, _, fig316_2w = summarise(pd.read_csv(out / "runs_2w.csv"), reference=reference)
+        check = window_check(fig316, fig316_2w, scale.window)
+        check.to_csv(out / "window_check.csv", index=False)
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(check.to_string(index=False))
 
 
 if __name__ == "__main__":

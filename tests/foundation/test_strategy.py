@@ -48,6 +48,18 @@ def test_a_solve_stopped_by_the_wall_clock_before_its_work_says_so(backend):
     assert result.limit_reached and result.backstop_fired and "backstop" in result.message
 
 
+def test_a_backend_that_names_the_clock_as_its_limit_is_believed_over_the_work_it_counted():
+    """A HiGHS root node can count more simplex work than its node-limit budget and still be stopped by the
+    wall clock: the limit MathOpt names decides, the work count only where the backend names none."""
+    from solvermap.formulations.solver import backstop_fired
+
+    config = SolverConfig(time_limit_s=0.2)
+    assert backstop_fired(config, 70.0, True, work=5.0, by_clock=True)
+    assert not backstop_fired(config, 0.1, True, work=0.01, by_clock=False)
+    assert not backstop_fired(config, 70.0, True, work=5.0)
+    assert not backstop_fired(config, 70.0, False, work=0.0, by_clock=True)
+
+
 def test_native_cpsat_reports_its_deterministic_time():
     from ortools.sat.python import cp_model
 

@@ -1,0 +1,152 @@
+"""The network design-space study (studies/network_dse/run.py): the default designs stay the committed
+thirteen, the seed scale holds the seed's array and named designs, normalisation to the worst or to a named
+design, the window check, shared solves, and one-line errors for bad flags."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+import pytest
+
+from solvermap.formulations.solver import SolverConfig
+from solvermap.mappers.plasticine import network as net
+from solvermap.studies.network_dse import run
+
+COMMITTED = [  # the designs of the committed results/ (design, execution), in row order
+    ("S-x1-db", "pipelined"), ("S-x2-db", "pipelined"), ("S-x3-db", "pipelined"), ("S-x2-cd", "pipelined"),
+    ("H-x1-v2-f128", "pipelined"), ("H-x2-v2-f128", "pipelined"), ("H-x3-v2-f128", "pipelined"),
+    ("H-x2-v4-f512", "pipelined"), ("D-x0-v4-f512", "pipelined"), ("S-x1-db", "time_scheduled"),
+    ("S-x2-db", "time_scheduled"), ("H-x1-v2-f128", "time_scheduled"), ("H-x2-v2-f128", "time_scheduled"),
+]
+
+
+def test_the_default_scale_runs_the_committed_thirteen_designs_on_the_preset_array():
+    scale = run.scale_of("default")
+    assert [(label, execution) for label, execution, _, _ in scale.designs] == COMMITTED
+    assert scale.array == {} and scale.tag == "" and not scale.share_solves and scale.out == run.HERE / "results"
+    assert scale.window == 1024
+    assert run.COLUMNS[-4:] == ["backstop_fired", "status", "seconds", "error"]
+
+
+def test_the_default_par_factors_are_default_and_twice_default_capped():
+    assert run.pars("dotproduct") == [4, 8] and run.pars("sgd") == [4]  # sgd: 2 x 4 is capped at 4
+
+
+def test_the_seed_grid_holds_the_seeds_named_designs_in_both_cgra_classes():
+    designs = run.scale_of("seed").designs
+    for execution in ("pipelined", "time_scheduled"):
+        labels = [label for label, ex, _, _ in designs if ex == execution]
+        assert set(run.SEED_NAMED) <= set(labels)
+        assert len(labels) == len(set(labels)) == 56
+
+
+def test_the_seed_grid_is_the_product_of_its_axes_per_network_type():
+    labels = [label for label, _, _ in run.seed_grid()]
+    assert sum(label.startswith("S-") for label in labels) == 4 * 2
+    assert sum(label.startswith("H-") for label in labels) == 3 * 2 * 3 * 2
+    assert sum(label.startswith("D-") for label in labels) == 2 * 3 * 2
+    assert "S-x4-cd" in labels and "H-x1-v4-f256-b6-db" in labels and "D-x0-v2-f128-b3" in labels
+
+
+def test_the_seed_array_is_14x14_end_points_in_a_checkerboard_with_dag_columns():
+    spec = run.spec_for("hybrid", {}, "pipelined", run.SEED_ARRAY)
+    kinds = [site.types[0] for site in net.sites_of(spec)]
+    assert (kinds.count("pcu"), kinds.count("pmu"), kinds.count("dag")) == (98, 98, 28)
+    assert (spec.pcu.count, spec.pmu.count, spec.dag.count) == (98, 98, 28)
+    assert net.mesh_of(spec).rows == 14 and net.mesh_of(spec).cols == 16
+
+
+def test_designs_that_differ_only_in_flit_buffers_or_flow_control_share_a_solve():
+    key = lambda preset, o: run.solve_key(run.spec_for(preset, o, "pipelined"))  # noqa: E731
+    base = {"network.static.vector_links": 2, "network.dynamic.vcs": 2}
+    assert key("hybrid", base) == key("hybrid", {**base, "network.dynamic.flit_bits": 512,
+                                                 "network.dynamic.buffers_per_vc": 6})
+    assert key("static", {"network.static.flow_control": "cd"}) == key("static", {})
+    assert key("hybrid", base) != key("hybrid", {**base, "network.dynamic.vcs": 4})
+    assert key("hybrid", base) != key("hybrid", {**base, "network.static.vector_links": 3})
+
+
+def synthetic_runs() -> pd.DataFrame:
+    """Two apps, three designs of one class; cycles, area and power chosen so every ratio is known."""
+    rows = []
+    for app, cycles in (("a", {"S": 100, "H": 50, "D": 400}), ("b", {"S": 200, "H": 100, "D": 200})):
+        for design, c in cycles.items():
+            rows.append({"app": app, "par": 1, "design": design, "execution": "pipelined",
+                         "network": {"S": "static", "H": "hybrid", "D": "dynamic"}[design], "status": "ok",
+                         "cycles": c, "overhead": 0.0, "network_area_mm2": 1.0, "network_power_w": 1.0,
+                         "vcs": 0, "vc_bound": 0, "vcs_per_path": 0})
+    return pd.DataFrame(rows)
+
+
+def test_normalising_to_the_worst_design_divides_each_app_by_its_slowest_then_takes_the_geomean():
+    _, summary, _ = run.summarise(synthetic_runs())
+    geo = summary.set_index("design")["geo_perf"]
+    assert geo["D"] == pytest.approx(1.0)
+    assert geo["S"] == pytest.approx(math.sqrt(4.0 * 1.0))  # a: 400/100, b: 200/200
+    assert geo["H"] == pytest.approx(math.sqrt(8.0 * 2.0))
+
+
+def test_normalising_to_a_named_design_divides_by_that_design():
+    _, summary, fig = run.summarise(synthetic_runs(), reference="S")
+    geo = summary.set_index("design")["geo_perf"]
+    assert geo["S"] == pytest.approx(1.0)
+    assert geo["H"] == pytest.approx(2.0) and geo["D"] == pytest.approx(math.sqrt(0.25 * 1.0))
+    assert fig.set_index(["cgra", "network"]).loc[("pipelined", "hybrid"), "ours_perf"] == pytest.approx(2.0)
+
+
+def test_an_app_the_reference_design_does_not_map_drops_out_of_the_geomeans():
+    runs = synthetic_runs()
+    runs.loc[(runs["app"] == "b") & (runs["design"] == "S"), "status"] = "par-failed"
+    _, summary, _ = run.summarise(runs, reference="S")
+    assert summary.set_index("design").loc["H", "geo_perf"] == pytest.approx(2.0)  # app a only
+
+
+def test_the_window_check_reports_each_ratios_relative_change_against_the_two_percent_tolerance():
+    fig = pd.DataFrame([{"cgra": "pipelined", "network": "hybrid", "ours_perf": 4.0, "ours_perf_design": "H",
+                         "ours_perf_per_w": 2.0, "ours_perf_per_w_design": "H", "ours_perf_per_area": None,
+                         "ours_perf_per_area_design": None}])
+    longer = fig.assign(ours_perf=4.2, ours_perf_per_w=2.02)
+    check = run.window_check(fig, longer, 1024).set_index("metric")
+    assert check.loc["perf", "rel_change"] == pytest.approx(0.05) and not check.loc["perf", "within_tolerance"]
+    assert check.loc["perf_per_w", "rel_change"] == pytest.approx(0.01) and check.loc["perf_per_w", "within_tolerance"]
+    assert pd.isna(check.loc["perf_per_area", "rel_change"]) and check.loc["perf", "window_2x"] == 2048
+
+
+def test_a_shared_solve_resimulated_on_another_design_equals_solving_that_design(tmp_path):
+    config = SolverConfig(time_limit_s=2.0)
+    workload, vbgraph, merge, _ = run.mapped("tpchq6", 2, "router-ports", tmp_path, config)
+    first = run.spec_for("hybrid", {"network.dynamic.vcs": 2}, "pipelined")
+    other = run.spec_for("hybrid", {"network.dynamic.vcs": 2, "network.dynamic.flit_bits": 512,
+                                    "network.dynamic.buffers_per_vc": 6}, "pipelined")
+    placed = run.place(workload, vbgraph, merge, first, config)
+    first_row, ctx = run.run_design(workload, placed, first, config, 256)
+    solved, _ = run.run_design(workload, placed, other, config, 256)
+    assert solved["network_area_mm2"] != first_row["network_area_mm2"]  # the designs differ in what is simulated
+    assert run.resimulate(ctx, other, 256) == {column: solved[column] for column in run.SIM_COLUMNS}
+
+
+@pytest.mark.parametrize("flags, field", [(["--normalise", "S-x9-db"], "--normalise"),
+                                          (["--apps", "nonesuch"], "--apps"),
+                                          (["--par-factors", "1,x"], "--par-factors"),
+                                          (["--scale", "huge"], "--scale"),
+                                          (["--window", "0"], "--window"),
+                                          (["--designs", "H-x9-v2-f128"], "--designs")])
+def test_a_bad_flag_exits_2_naming_the_flag(flags, field, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["run", "--out", str(tmp_path), "--analyse-only", *flags])
+    with pytest.raises(SystemExit) as exit_:
+        run.main()
+    assert exit_.value.code == 2
+    assert field in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_designs_cuts_the_scale_to_the_named_labels_in_both_classes():
+    parser = run.argparse.ArgumentParser()
+    args = run.argparse.Namespace(apps="dotproduct", par_factors="1,2", window=None, scale="seed", normalise="worst",
+                                  designs="S-x1-db,D-x0-v4-f512-b3")
+    scale, factors, reference = run.checked(parser, args)
+    assert [(label, execution) for label, execution, _, _ in scale.designs] == [
+        ("S-x1-db", "pipelined"), ("D-x0-v4-f512-b3", "pipelined"),
+        ("S-x1-db", "time_scheduled"), ("D-x0-v4-f512-b3", "time_scheduled")]
+    assert scale.window == 4096 and factors == (1, 2) and reference is None
