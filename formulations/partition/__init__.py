@@ -16,6 +16,8 @@ families:
 :mod:`.bounds`           certified combinatorial lower bounds and the diagnosis of infeasible problems
 :mod:`.replicas`         a parallelization factor's isomorphic copies: one copy's solution copied, and the
                          light relaxation whose bound × copies certifies the whole
+:mod:`.first_fit`        a constructive packing (several open bins in topological order), the chunks' warm start
+                         when no baseline packs a large acyclic problem
 =======================  =====================================================================================
 
 How they are combined — clusters, copies, chunks, two phases, windows, the neighbourhood search — is the strategy

@@ -1,7 +1,8 @@
 """Large acyclic clusters in chunks (:func:`solve_chunked`).
 
 Chunks    an acyclic cluster of more than ``settings.chunk_items`` items is cut into consecutive groups of the
-          warm start's bins (about ``settings.chunk_size`` items, in the order of its schedule), solved one
+          warm start's bins (the best baseline's, or when no baseline packs the constructive
+          :func:`~.first_fit.first_fit`'s) (about ``settings.chunk_size`` items, in the order of its schedule), solved one
           after another with the slot model; with retiming, the delays of values read from earlier chunks
           are fixed (``Retiming.fixed_sources``: e[g] fixed), so each chunk pays exactly the retiming of the
           links into it, and values read by later chunks have their readers at the warm start's delays

@@ -24,6 +24,7 @@ class PartitionSettings:
     # chunks (large acyclic clusters) -----------------------------------------------------------------
     chunk_items: int = 150  # an acyclic cluster with more items than this is solved in consecutive chunks ...
     chunk_size: int = 60  # ... of about this many items (whole bins of the warm start)
+    first_fit_recent: int = 8  # the constructive start (no warm start) also tries the bins opened last, this many
     # replicated clusters (:mod:`.replicas`) --------------------------------------------------------------
     copy_share: float = 0.4  # one copy solved alone
     light_share: float = 0.5  # the light relaxation (the bound of the whole)

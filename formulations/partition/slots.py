@@ -66,8 +66,10 @@ from solvermap.formulations.solver import ModelBuilder, SolverConfig, linear_sum
 from solvermap.limits import check_estimate
 
 # memory of one item-slot pair at least: x[i,b] and its prefix a[i,b], each a MathOpt variable with its Python
-# handle and its row entries (the builder measured 3-4 kB per pair with the y/z rows of small merge models)
-BYTES_PER_PAIR = 1000.0
+# handle and its row entries, with the y/z rows of the values they touch (the builder measured 3-4 kB per pair
+# on small merge models, 7.2-8.7 kB on the first 200 and 400 VBs of ResNet-18's merge on a 32 x 32 Plasticine;
+# the 1 kB used before let AlexNet's 7.9 M pairs pass a 12 GB cap and grow past 9 GB)
+BYTES_PER_PAIR = 4000.0
 
 
 @dataclass

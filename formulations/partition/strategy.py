@@ -4,7 +4,8 @@
 Decomposition  clusters solve independently when no bin type has a finite count (each gets an equal share
                of what is left of the budget); a cluster of isomorphic copies that share no value (a
                parallelization factor) by one copy and the light relaxation (:func:`solve_copies`,
-               :mod:`.replicas`); a large acyclic cluster in chunks (:mod:`.chunks`); a retiming
+               :mod:`.replicas`); a large acyclic cluster in chunks (:mod:`.chunks`) of the warm start, or
+               without one of the constructive first fit (:mod:`.first_fit`); a retiming
                problem in two phases (:mod:`.two_phase`); else the slot model, then (acyclic, at most
                ``settings.column_budget`` convex bins) the column model with cycle cuts, then the slot model
                with the proven bin count (:func:`~.solves.solve_model`).
@@ -25,6 +26,7 @@ from solvermap.formulations.decision import Solved, combine
 from solvermap.formulations.partition.bounds import diagnose, lower_bound
 from solvermap.formulations.partition.chunks import chunk_groups, restrict, solve_chunked
 from solvermap.formulations.partition.columns import convex_bins
+from solvermap.formulations.partition.first_fit import first_fit
 from solvermap.formulations.partition.replicas import Copies, find_copies, integral, light_relaxation, replicate
 from solvermap.formulations.partition.settings import SETTINGS
 from solvermap.formulations.partition.solves import solve_model, work_of
@@ -47,11 +49,15 @@ def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDe
         copies = find_copies(problem)
         if copies is not None:
             return solve_copies(problem, config, hint, copies, explain, search)
-    if variant == "ours" and problem.acyclic and hint is not None and len(problem.items) > SETTINGS.chunk_items \
+    if variant == "ours" and problem.acyclic and len(problem.items) > SETTINGS.chunk_items \
             and len(problem.clusters()) == 1:
-        chunks = chunk_groups(problem, hint)
+        # without a warm start (no baseline packs it), the constructive first fit gives the chunks theirs
+        start = hint if hint is not None else first_fit(problem)
+        chunks = chunk_groups(problem, start) if start is not None else None
         if chunks is not None:
-            return solve_chunked(problem, config, hint, chunks, explain, solve_one)
+            solved = solve_chunked(problem, config, start, chunks, explain, solve_one)
+            solved.details["warm_start_source"] = "hint" if hint is not None else "first fit"
+            return solved
     # the enumeration is bounded by settings.column_nodes (deterministic); the wall clock only backs it up
     wall = config.wall_limit()
     deadline = time.perf_counter() + wall if wall is not None else None

@@ -50,7 +50,8 @@ Objective (scalar, minimised, shared by formulation, baselines and checker)::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,6 +245,30 @@ class PartitionProblem:
                              max(l.traffic for l in links)))
         object.__setattr__(self, "_groups", out)
         return out
+
+    def crossing(self, members: Collection[str]) -> tuple[Counter[str], Counter[str]]:
+        """Per link kind, the distinct values entering and leaving a bin that holds ``members`` (a broadcast
+        counts once; a value leaves when some consumer is outside the bin or is not an item)."""
+        touches = self.__dict__.get("_touches")
+        if touches is None:  # item -> the groups it reads or writes
+            touches = {}
+            for k, g in enumerate(self.groups()):
+                for c in g.consumers:
+                    touches.setdefault(c, []).append(k)
+                if g.source_is_item:
+                    touches.setdefault(g.key[0], []).append(k)
+            object.__setattr__(self, "_touches", touches)
+        groups = self.groups()
+        ins: Counter[str] = Counter()
+        outs: Counter[str] = Counter()
+        for k in {k for n in members for k in touches.get(n, ())}:
+            g = groups[k]
+            inside = g.source_is_item and g.key[0] in members
+            if not inside and any(c in members for c in g.consumers):
+                ins[g.kind] += 1
+            if inside and (g.external_consumer or any(c not in members for c in g.consumers)):
+                outs[g.kind] += 1
+        return ins, outs
 
     def external_source(self, group: Group, reader: str) -> SourceKey | None:
         """The delay slot of ``group``'s value as item ``reader`` reads it: None when the source is an item

@@ -34,14 +34,6 @@ class Arity:
 
     def __init__(self, problem: PartitionProblem) -> None:
         self.problem = problem
-        self.groups = problem.groups()
-        self.reads: dict[str, list[int]] = {}
-        self.writes: dict[str, list[int]] = {}
-        for k, g in enumerate(self.groups):
-            for c in g.consumers:
-                self.reads.setdefault(c, []).append(k)
-            if g.source_is_item:
-                self.writes.setdefault(g.key[0], []).append(k)
 
     def usage(self, members: set[str]) -> tuple[dict[str, float], dict[str, float], dict[str, int], dict[str, int]]:
         sums: dict[str, float] = {}
@@ -50,16 +42,7 @@ class Arity:
             for r, v in self.problem.item(n).demand.items():
                 sums[r] = sums.get(r, 0.0) + v
                 maxes[r] = max(maxes.get(r, 0.0), v)
-        ins: dict[str, int] = {}
-        outs: dict[str, int] = {}
-        touched = {k for n in members for k in self.reads.get(n, []) + self.writes.get(n, [])}
-        for k in touched:
-            g = self.groups[k]
-            inside_src = g.source_is_item and g.key[0] in members
-            if not inside_src and any(c in members for c in g.consumers):
-                ins[g.kind] = ins.get(g.kind, 0) + 1
-            if inside_src and (g.external_consumer or any(c not in members for c in g.consumers)):
-                outs[g.kind] = outs.get(g.kind, 0) + 1
+        ins, outs = self.problem.crossing(members)
         return sums, maxes, ins, outs
 
     def fits(self, members: set[str], bin_type: BinType) -> bool:

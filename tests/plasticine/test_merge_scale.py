@@ -10,6 +10,7 @@ import pytest
 
 from solvermap.errors import InfeasibleError
 from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition.first_fit import first_fit
 from solvermap.formulations.problems.partition import BinType, Item, Link, PartitionProblem, objective
 from solvermap.formulations.solver import SolverConfig, Status
 from solvermap.hardware.checks.partition import check
@@ -45,6 +46,12 @@ def layered_merge(layers: int, width: int, seed: int, pcus: int | None = None) -
                   outputs={"vector": 3}, count=layers * (width + 1))
     return PartitionProblem(tuple(items), (pcu, pmu), tuple(links), frozenset(feasible), acyclic=True,
                             name=f"layered{layers}x{width}")
+
+
+def tight_merge(layers: int, width: int, seed: int) -> PartitionProblem:
+    """:func:`layered_merge` with exactly the PCUs the first fit uses: both traversal mergers find no packing."""
+    packed = first_fit(layered_merge(layers, width, seed))
+    return layered_merge(layers, width, seed, pcus=Counter(packed.bin_types[b] for b in packed.bins)["pcu"])
 
 
 SMALL = {"grid.columns": 1, "pcu.count": 4, "pmu.count": 4}  # a 1 x 8 array
@@ -102,10 +109,13 @@ def test_a_large_merge_is_solved_in_chunks_within_the_counts_and_passes_the_chec
     assert solved.result.bound == pytest.approx(formulation.lower_bound(problem).cost)
 
 
+@pytest.mark.parametrize("start", ["traversal", "first-fit"])
 @pytest.mark.parametrize("backend", milp_backends("highs", "scip"))
-def test_chunked_merge_agrees_between_cpsat_and_an_lp_backend(small_chunks, backend):
-    problem = layered_merge(4, 10, seed=5)
+def test_chunked_merge_agrees_between_cpsat_and_an_lp_backend(small_chunks, backend, start):
+    # from the traversal merger's warm start, and (PCUs too few for either traversal) from the first fit
+    problem = layered_merge(4, 10, seed=5) if start == "traversal" else tight_merge(4, 10, seed=5)
     hint = traversal.traversal_merge(problem)
+    assert (hint is None) == (start == "first-fit")
     answers = {}
     for name in ("cpsat", backend):
         solved = formulation.solve(problem, SolverConfig(backend=name, time_limit_s=20), hint)
@@ -126,3 +136,37 @@ def test_a_slot_model_over_the_memory_cap_is_refused_before_any_variable_is_made
     with memory_cap(1e-6), pytest.raises(LimitError, match=r"slot model of 78 items x \d+ slots"):
         slots.build(problem, SolverConfig(), traversal.traversal_merge(problem))
     assert made == []
+
+
+def test_the_traversal_mergers_find_no_packing_where_the_first_fit_finds_one():
+    problem = tight_merge(6, 12, seed=3)
+    assert traversal.traversal_merge(problem, "dfs") is None and traversal.traversal_merge(problem, "bfs") is None
+    packed = first_fit(problem)
+    assert check(problem, packed).ok, check(problem, packed).violations
+
+
+def test_a_large_merge_without_a_warm_start_is_chunked_from_the_first_fit_and_passes_the_checker(small_chunks):
+    problem = tight_merge(6, 12, seed=3)
+    solved = formulation.solve(problem, SolverConfig(backend="cpsat", time_limit_s=5), None)
+    assert solved.details["warm_start_source"] == "first fit" and len(solved.details["chunks"]) > 2
+    assert check(problem, solved.decision).ok, check(problem, solved.decision).violations
+    assert solved.result.objective == pytest.approx(objective(problem, solved.decision))
+    assert solved.result.bound == pytest.approx(formulation.lower_bound(problem).cost)  # of the whole problem
+    assert solved.result.bound <= solved.result.objective <= objective(problem, first_fit(problem))
+
+
+def test_the_first_fit_never_joins_a_bin_that_would_close_a_quotient_cycle():
+    # a → m → c: a and c fit one PCU, m only a PMU; c joining a's bin would make a cycle a|c → m → a|c
+    pcu = BinType("pcu", {"stages": 6}, inputs={"vector": 4}, outputs={"vector": 4}, count=2)
+    pmu = BinType("pmu", {"stages": 4}, inputs={"vector": 4}, outputs={"vector": 4}, count=1)
+    items = (Item("a", {"stages": 1.0}), Item("m", {"stages": 1.0}), Item("c", {"stages": 1.0}))
+    links = (Link("a", "m"), Link("m", "c"))
+    problem = PartitionProblem(items, (pcu, pmu), links, frozenset({("a", "pcu"), ("m", "pmu"), ("c", "pcu")}),
+                               acyclic=True, name="cycle")
+    packed = first_fit(problem)
+    assert packed.assignment["a"] != packed.assignment["c"] and check(problem, packed).ok
+
+
+def test_the_first_fit_gives_up_when_a_type_runs_out():
+    problem = layered_merge(3, 6, seed=1, pcus=2)  # far fewer PCUs than the compute VBs need
+    assert first_fit(problem) is None
