@@ -29,7 +29,7 @@ with the default solver settings (30 s deterministic budget per solve). Per run 
 plasticine ``merge``, cpu the sum over layers of ``tensorize``; ``bench/results/onnx_decisions.csv`` one row
 per decision). The README's table is rewritten from the CSV (between its markers).
 
-    nice .venv/bin/python bench/onnx_models.py [--models resnet18,...] [--targets puma,...] [--update]
+    nice .venv/bin/python bench/onnx_models.py [--models resnet18,...] [--targets puma,...] [--update] [--readme]
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def summarize(model: str, target: str, run: dict) -> dict:
 
 
 def readme_table(frame) -> str:
-    lines = ["| model | target | status | wall s | CPU s | peak MB | objective | bound | gap | baseline |",
-             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| model | target | status | wall s | CPU s | peak MB | objective | bound | gap | baseline | simulated |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
 
     def num(value, fmt="{:,.0f}"):
         return "–" if value is None or value != value else fmt.format(value)
@@ -170,8 +170,24 @@ def readme_table(frame) -> str:
         status = r["status"] if r["status"] == "ok" else f"refused: {str(r['message']).split(': ', 1)[-1][:90]}"
         lines.append(f"| {r['model']} | {r['target']} | {status} | {num(r['wall_s'])} | {num(r['cpu_s'])} | "
                      f"{num(r['peak_rss_mb'])} | {num(r['objective'])} | {num(r['bound'])} | {num(r['gap'], '{:.2f}')} | "
-                     f"{num(r['baseline_objective'])} |")
+                     f"{num(r['baseline_objective'])} | {simulated(r)} |")
     return "\n".join(lines)
+
+
+def simulated(r) -> str:
+    """What the target's simulator measured on the mapping: a deadlock, or the latency of one inference."""
+    if str(r.get("v_deadlock")) == "True":
+        return "deadlock"
+    latency = r.get("v_latency_s")
+    return "–" if latency is None or latency != latency else f"{latency * 1e3:,.2f} ms"
+
+
+def write_readme(frame) -> None:
+    """The README's bench table (between its markers) from ``frame``."""
+    text = README.read_text()
+    if BEGIN in text:
+        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+        README.write_text(text[:start] + "\n" + readme_table(frame) + "\n" + text[end:])
 
 
 def main() -> int:
@@ -179,6 +195,7 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--targets", default="")
     parser.add_argument("--update", action="store_true", help="replace only the re-run rows of the CSVs")
+    parser.add_argument("--readme", action="store_true", help="only rewrite the README table from the CSV")
     parser.add_argument("--one", nargs=2, metavar=("MODEL_FILE", "TARGET"), help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=2, metavar=("MODELS", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -190,6 +207,9 @@ def main() -> int:
         return 0
     import pandas as pd
 
+    if args.readme:
+        write_readme(pd.read_csv(RESULTS / "onnx_models.csv"))
+        return 0
     models = [m for m in args.models.split(",") if m]
     RESULTS.mkdir(exist_ok=True)
     rows, decisions = [], []
@@ -229,10 +249,7 @@ def main() -> int:
     frame = frame.sort_values(["model", "target"], key=lambda s: s.map(order) if s.name == "model" else s)
     frame.to_csv(runs_csv, index=False)
     per_decision.to_csv(decisions_csv, index=False)
-    text = README.read_text()
-    if BEGIN in text:
-        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-        README.write_text(text[:start] + "\n" + readme_table(frame) + "\n" + text[end:])
+    write_readme(frame)
     return 0
 
 
