@@ -24,13 +24,14 @@ runs on every MILP backend.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from solvermap.formulations.decision import Solved, solve_model
 from solvermap.formulations.problems.link_split import Split, SplitProblem, objective, upper_bound
 from solvermap.formulations.problems.routing import DYNAMIC, STATIC, RouteNet, Routes, RoutingProblem, assign_tracks, prune
 from solvermap.formulations.tree_flow import TreeFlowVars, add_capacity, add_tree_flow, hint_tree_flow
-from solvermap.formulations.solver import ModelBuilder, SolveResult, SolverConfig, Status, explain_infeasible, linear_sum, relative_gap
+from solvermap.formulations.solver import ModelBuilder, SolverConfig, Status, explain_infeasible, linear_sum, relative_gap
 
 NAME = "link_split"
 KIND = "milp"
@@ -108,6 +109,5 @@ def solve(problem: SplitProblem, config: SolverConfig, hint: Split | None = None
         value = objective(problem, decision)
         bound = result.bound if result.bound is not None else upper_bound(problem)
         bound = max(min(bound, upper_bound(problem)), value)
-        result = SolveResult(result.status, value, bound, relative_gap(value, bound), result.build_seconds,
-                             result.solve_seconds, result.backend, result.solver_version, result.limit_reached, result.message)
+        result = dataclasses.replace(result, objective=value, bound=bound, gap=relative_gap(value, bound))
     return Solved(result, decision, explanation, details)

@@ -28,6 +28,7 @@ tree).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ from solvermap.formulations.problems.routing import (
     objective,
     prune,
 )
-from solvermap.formulations.solver import ModelBuilder, SolveResult, SolverConfig, Status, explain_infeasible, linear_sum, relative_gap
+from solvermap.formulations.solver import ModelBuilder, SolverConfig, Status, explain_infeasible, linear_sum, relative_gap
 from solvermap.formulations.tree_flow import TreeFlowVars, add_capacity, add_tree_flow, hint_tree_flow
 
 NAME = "routing"
@@ -129,7 +130,6 @@ def solve(problem: RoutingProblem, config: SolverConfig, hint: Routes | None = N
         bound = max(result.bound if result.bound is not None else 0.0, details["mesh_lower_bound"])
         bound = min(bound, value)
         status = Status.OPTIMAL if value - bound <= 1e-6 * max(1.0, value) else result.status
-        result = SolveResult(status, value, bound, relative_gap(value, bound), result.build_seconds,
-                             result.solve_seconds, result.backend, result.solver_version, result.limit_reached, result.message)
+        result = dataclasses.replace(result, status=status, objective=value, bound=bound, gap=relative_gap(value, bound))
     return Solved(result, decision, explanation, details)
 

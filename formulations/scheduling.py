@@ -112,7 +112,9 @@ def _solve_fixed(problem: ScheduleProblem, ii: int | None, config: SolverConfig,
     # the record reports the primary objective (completion) with the first stage's bound
     final = SolveResult(sol2.result.status if sol.result.status == Status.OPTIMAL else sol.result.status,
                         float(second.completion), sol.result.bound, None, 0.0, 0.0, sol.result.backend,
-                        sol.result.solver_version, sol.result.limit_reached or sol2.result.limit_reached, "")
+                        sol.result.solver_version, sol.result.limit_reached or sol2.result.limit_reached, "",
+                        work=sol.result.work + sol2.result.work,
+                        backstop_fired=sol.result.backstop_fired or sol2.result.backstop_fired)
     return second, final, []
 
 

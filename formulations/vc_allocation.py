@@ -32,6 +32,7 @@ One ModelBuilder model runs on every MILP backend (cpsat, highs, scip, cbc).
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,9 +217,8 @@ def solve(problem: VcProblem, config: SolverConfig, hint: VcAssignment | None = 
         details["hops"] = sum(len(t) for t in decision.routes.values())
         details["proven_lower_bound"] = proven
         # ``bound`` is the load bound (the definition); ``proven_lower_bound`` adds the solver's proof
-        result = SolveResult(status, value, float(bound), relative_gap(value, bound), result.build_seconds,
-                             result.solve_seconds, result.backend, result.solver_version, result.limit_reached,
-                             result.message)
+        result = dataclasses.replace(result, status=status, objective=value, bound=float(bound),
+                                     gap=relative_gap(value, bound))
         if value > bound and status == Status.OPTIMAL and problem.mode == "per_path" and not problem.joint:
             details["certificate"] = certificate(problem, config, int(value))
     return Solved(result, decision, [], details)
