@@ -58,7 +58,7 @@ class _Bins:
         return all(n <= t.inputs.get(kind, n) for kind, n in ins.items()) and \
             all(n <= t.outputs.get(kind, n) for kind, n in outs.items())
 
-    def open(self, item: str, t: BinType) -> int:
+    def open(self, t: BinType) -> int:
         self.members.append(set())
         self.types.append(t)
         self.sums.append(Counter())
@@ -163,7 +163,7 @@ def first_fit(problem: PartitionProblem) -> PartitionDecision | None:
             if not room:
                 return None
             t = max(room, key=lambda e: e[:3])[3]
-            chosen = bins.open(n, t)
+            chosen = bins.open(t)
             used[t.name] += 1
             recent = (recent + [chosen])[-SETTINGS.first_fit_recent:]
         bins.add(chosen, n, pred_bins)
