@@ -154,16 +154,23 @@ class AppBuilder:
         return Memory(name, words, banks, buffers)
 
     def read(self, mem: Memory, reader: Actor, *, vector: bool = True, firings: int | None = None,
-             address_ops: int = 1, after: Value | None = None, access: str = "") -> Value:
+             address_ops: int = 1, after: Value | None = None, per: int | None = None, access: str = "") -> Value:
         """A read access of ``mem`` whose response goes to ``reader``: request actor → memory → data.
 
         ``firings`` is the number of accesses (defaults to the reader's firings); ``after`` is a token
-        the request actor waits for (program-order synchronisation); ``access`` names the declared access
-        when several unrolled copies issue it (their requests are merged by decomposition, L627)."""
+        the request actor waits for (program-order synchronisation): by default interleaved with the
+        writer's firings (the reader streams behind the writer); ``per`` = how many tokens in total
+        instead (one per iteration of the two accesses' LCA controller, L545: ``per=1`` waits for the
+        whole write, e.g. a weight memory filled once per inference). ``access`` names the declared
+        access when several unrolled copies of it in ``reader`` issue it (their requests are merged by
+        decomposition, L627); accesses of different readers must not share a name."""
         firings = firings or reader.firings
         mem.accesses += 1
         req = self.actor(f"{reader.name}.rq.{mem.name}{mem.accesses}", firings, loop="request")
-        addr = req.op("addr", *( [after] if after is not None else []), vector=False, integer=True)
+        streamed = after is not None and per is None
+        addr = req.op("addr", *([after] if streamed else []), vector=False, integer=True)
+        if after is not None and per is not None:
+            self.token(after, req, per=per)
         for _ in range(address_ops - 1):
             addr = req.op("addr", addr, vector=False, integer=True)
         ctx = f"{mem.name}.rd{mem.accesses}"

@@ -176,6 +176,10 @@ def merge_parallel_accesses(g: DataflowGraph) -> list[tuple[str, str, int]]:
         if len(ctxs) < 2:
             continue
         firings = int(ctxs[0].attrs.get("firings", 1))
+        if any(int(c.attrs.get("firings", 1)) != firings for c in ctxs):  # one request stream fires at one rate
+            raise ValueError(f"access '{access}' of memory '{mem}': its copies fire "
+                             f"{sorted({int(c.attrs.get('firings', 1)) for c in ctxs})} times; unrolled copies of one "
+                             "declared access fire together (accesses of different readers need different names)")
         actor = f"{mem}.{access}.merge"
         actors[actor] = {"firings": firings, "loop": "request-merge"}
         new = f"{mem}.{'rd' if op == 'sram_read' else 'wr'}.{access}"

@@ -7,7 +7,13 @@ with a weight (Conv, Gemm, MatMul with a constant, LSTM, GRU) is
   streams every layer's weights in layer order, each loader taking its slice, as the apps' LSTM/GRU share
   ``weights_in``; weight-stationary: every weight is read from DRAM once);
 * a MAC actor of ``par`` copies of (read input, read weight, mul) on 16-lane vectors, an adder tree and an
-  accumulator, firing MACs / (16 · par) times (``par``: the workload parameter, as the apps' ``par``);
+  accumulator, firing MACs / (16 · par) times (``par``: the workload parameter, as the apps' ``par``); its
+  weight reads start once the loader has filled the weight memory (one RAW token per inference: the loader
+  and the MAC loop meet at the inference controller, L545; a token per loader firing would tie every
+  layer's MAC to the shared stream's pace, and the first layer would wait for weight slices that later
+  layers' loaders, held back by their idle MACs, do not let through); its input reads follow the
+  producer's writes as they are made (layers stream). Each reader names its own accesses (``<actor>.x``),
+  so decomposition merges only the unrolled copies within one actor (L627);
 * an activation actor, one firing per 16 outputs, that adds the bias and runs every following point-wise
   operator whose input has no other reader (ReLU/ReLU6 as max/min, batch norm as a multiply-add, sigmoid,
   tanh, SiLU, GELU and the like as their operation counts, a residual add reading the other operand's
@@ -172,8 +178,8 @@ class _Lowering:
         mac = app.actor(label, max(1, macs // (LANES * self.par)), loop="o,tap")
         products = []
         for _ in range(self.par):
-            xv = self.read(x, mac, access="x")
-            wv = app.read(wmem, mac, after=done_w, access="w")
+            xv = self.read(x, mac, access=f"{label}.x")
+            wv = app.read(wmem, mac, after=done_w, per=1, access=f"{label}.w")
             products.append(mac.op("mul", xv, wv))
         acc = mac.accumulate("add", mac.tree("add", products))
         act = app.actor(_name(f"{label}_act", self.used), max(1, self.words(out) // LANES), loop="o")
@@ -187,7 +193,7 @@ class _Lowering:
         app = self.app
         label = _name(name, self.used)
         mac = app.actor(label, max(1, int(node.resources.get("macs", 1)) // (LANES * self.par)), loop="o,k")
-        products = [mac.op("mul", self.read(data[0], mac, access="a"), self.read(data[1], mac, access="b"))
+        products = [mac.op("mul", self.read(data[0], mac, access=f"{label}.a"), self.read(data[1], mac, access=f"{label}.b"))
                     for _ in range(self.par)]
         acc = mac.accumulate("add", mac.tree("add", products))
         act = app.actor(_name(f"{label}_act", self.used), max(1, self.words(out) // LANES), loop="o")
@@ -202,7 +208,7 @@ class _Lowering:
             actor = self.app.actor(_name(name, self.used), max(1, self.words(x) // LANES), loop="o")
             value = self.read(x, actor)
         for other in data[1:]:
-            value = actor.op(POINTWISE.get(op, ("add",))[0], value, self.read(other, actor, access=other))
+            value = actor.op(POINTWISE.get(op, ("add",))[0], value, self.read(other, actor, access=f"{actor.name}.{other}"))
         if op in POOLS:
             kernel = node.attrs.get("onnx_attrs", {}).get("kernel_shape", [2, 2])
             for _ in range(max(1, math.prod(int(k) for k in kernel) - 1)):
@@ -237,7 +243,7 @@ def _lower_layers(shapes: LayerShapes, par: int) -> DataflowGraph:
         loader = app.actor(f"load_{label}_w", max(1, weights // LANES), loop="w")
         done_w = app.write(wmem, loader, loader.op("mov", stream))
         mac = app.actor(label, max(1, layer.macs // (LANES * par)), loop="o,tap")
-        products = [mac.op("mul", app.read(image, mac, after=done, access="x"), app.read(wmem, mac, after=done_w, access="w"))
+        products = [mac.op("mul", app.read(image, mac, after=done, access="x"), app.read(wmem, mac, after=done_w, per=1, access="w"))
                     for _ in range(par)]
         acc = mac.accumulate("add", mac.tree("add", products))
         store = app.actor(f"{label}_act", max(1, out_words // LANES), loop="o")

@@ -5,6 +5,9 @@
                    Gemm with transB=1
 ``keras_block``    tf2onnx style: NHWC input behind a Transpose, a depthwise Conv (group = channels), Clip with
                    initializer bounds, a 1×1 Conv, GlobalAveragePool, Reshape to a constant shape, MatMul + Add
+``two_readers``    one activation read by a 3×3 Conv and a 1×1 Conv (a ResNet downsample's shape) joined by Add
+``late_weights``   a small Conv before a Gemm with 64× its weights (both in the one weight stream of the
+                   plasticine lowering)
 ``attention``      one encoder layer (ir.onnx_zoo.transformer) at toy sizes: activation × activation MatMul,
                    Softmax, LayerNormalization, erf GELU
 """
@@ -41,11 +44,25 @@ def keras_block(*, weights: str = "random", seed: int = 0):
     return b.finish(shape, out)
 
 
+def two_readers(*, weights: str = "random", seed: int = 0):
+    b = Builder("two_readers", weights=weights, seed=seed)
+    x = b.relu(b.conv("input", 4, 8, 3, "/conv0"), "/relu0")
+    out = b.node("Add", [b.conv(x, 8, 8, 3, "/conv1"), b.conv(x, 8, 8, 1, "/downsample", pad=0)], "/residual")
+    return b.finish([1, 4, 8, 8], out)
+
+
+def late_weights(*, weights: str = "random", seed: int = 0):
+    b = Builder("late_weights", weights=weights, seed=seed)
+    x = b.flatten(b.relu(b.conv("input", 4, 8, 3, "/conv0"), "/relu0"), "/flatten")
+    return b.finish([1, 4, 8, 8], b.linear(x, 8 * 8 * 8, 256, "/fc"))
+
+
 def attention(*, weights: str = "random", seed: int = 0):
     return transformer(seq=4, d_model=8, heads=2, ffn=16, weights=weights, seed=seed)
 
 
-MODELS = {"pytorch_block": pytorch_block, "keras_block": keras_block, "attention": attention}
+MODELS = {"pytorch_block": pytorch_block, "keras_block": keras_block, "attention": attention,
+          "two_readers": two_readers, "late_weights": late_weights}
 
 
 def write(tmp: Path, name: str, *, external: str = "no", weights: str = "random") -> Path:

@@ -91,3 +91,17 @@ def test_a_memory_that_fits_is_left_alone():
     graph = build("dotproduct", "plasticine").ir
     out, shards = decomposition.decompose(graph, SPEC)
     assert shards == [] and out is graph
+
+
+def test_merging_the_copies_of_an_access_refuses_copies_that_fire_at_different_rates():
+    from solvermap.ir.workloads.plasticine_vbdfg import AppBuilder
+
+    app = AppBuilder("two_readers", 1, "test")
+    mem = app.sram("m", 64)
+    load = app.actor("load", 4)
+    done = app.write(mem, load, load.op("mov", app.dram_load("m_in", 64)))
+    for name, firings in (("big", 36), ("small", 4)):  # two readers, one access name: a lowering bug
+        reader = app.actor(name, firings)
+        app.dram_store(f"{name}_out", reader.op("mov", app.read(mem, reader, after=done, access="x")), 16 * firings)
+    with pytest.raises(ValueError, match="access 'x' of memory 'm'.*fire \\[4, 36\\]"):
+        decomposition.merge_parallel_accesses(app.finish())
