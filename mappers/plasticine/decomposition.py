@@ -362,6 +362,8 @@ def _shard_write(g: DataflowGraph, shard: Shard, ctx: str, actors: dict) -> None
             nxt = []
             pairs = [(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
             for a, b in pairs:
+                while f"{actor}.ackand.{k}" in g:  # the actor ANDs the acks of another write too (unrolled copies)
+                    k += 1
                 o = _add_op(g, actor, f"{actor}.ackand.{k}", "and", lanes=1, integer=True)
                 k += 1
                 _edge(g, a, o, "token", src_port="ack" if a in acks else "out")

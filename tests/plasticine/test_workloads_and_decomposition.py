@@ -105,3 +105,28 @@ def test_merging_the_copies_of_an_access_refuses_copies_that_fire_at_different_r
         app.dram_store(f"{name}_out", reader.op("mov", app.read(mem, reader, after=done, access="x")), 16 * firings)
     with pytest.raises(ValueError, match="access 'x' of memory 'm'.*fire \\[4, 36\\]"):
         decomposition.merge_parallel_accesses(app.finish())
+
+
+def test_a_memory_both_replicated_and_sharded_gets_one_ack_tree_per_write_copy():
+    """Many readers replicate a memory, its size shards every copy: the writer's actor ANDs the acks of
+    every copy's shards (a transformer's input buffer after per-reader accesses; it raised a duplicate
+    node name)."""
+    from solvermap.ir.workloads.plasticine_vbdfg import AppBuilder
+
+    app = AppBuilder("wide", 1, "test")
+    words = 2 * SPEC.pmu.capacity_bytes // 4  # two PMUs' worth of 32-bit words
+    mem = app.sram("m", words)
+    load = app.actor("load", 4)
+    done = app.write(mem, load, load.op("mov", app.dram_load("m_in", words)))
+    readers = SPEC.pmu.inputs.scalar + 1  # one more read than a PMU has address inputs
+    for r in range(readers):
+        reader = app.actor(f"r{r}", 4)
+        app.dram_store(f"r{r}_out", reader.op("mov", app.read(mem, reader, after=done, per=1)), 64)
+    graph = app.finish()
+    assert decomposition.replicas_needed(graph, "m", SPEC) > 1
+    out, shards = decomposition.decompose(graph, SPEC)
+    kinds = {s.how for s in shards if s.memory.startswith("m")}
+    assert "duplicate" in kinds and len(kinds) == 2
+    ands = [n for n in out.nodes(NodeKind.OP) if ".ackand." in n.name]
+    assert len(ands) == len({n.name for n in ands}) >= 2
+    assert all(n.attrs["actor"] == ands[0].attrs["actor"] for n in ands)
