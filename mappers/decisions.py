@@ -341,6 +341,8 @@ class PumaPlaceOptions(DecisionOptions):
     link_weight: float = Field(0.0, ge=0, description="tile level: weight of the largest link load term")
     lns_share: float = Field(0.45, ge=0, le=1, description="share of the time limit for large-neighbourhood search")
     bound_share: float = Field(0.3, ge=0, le=1, description="share of the time limit for the certified lower bound")
+    selection_share: float = Field(0.25, ge=0, le=1, description="work of the final selection by simulation among placements "
+                                   "with no more hop-weighted bytes, as a share of the time limit, on top of it (0 = off)")
 
 
 PUMA_PLACE = Decision(

@@ -28,6 +28,12 @@ inferences enter as soon as the input tile may rewrite its buffers (the driver's
 Transfers of vector layers (an add's or a product's operands, a softmax's groups) are recorded under the
 next MVM layer and move before its MVMs; those after the last MVM layer move before the output.
 
+Beside the simulated interval, the load model's: the busiest resource's busy time per inference
+(``extra["busiest_resource_s"]``, its kind in ``busiest_resource``) — the interval a schedule overlapping
+inferences perfectly would reach, what a load-balance term (max link load, max core work) models; their
+difference is what in-order service and dependencies add. ``extra["reservations"]`` counts the resource
+reservations made: the simulator's deterministic work.
+
 Energy per inference: MVMs (``input_steps`` × ``weight_slices`` physical crossbar bit-steps plus one ADC
 conversion per column per step and slice), ALU operations, tile-memory accesses, flit-hops, plus tile
 leakage over one initiation interval. A layer with R replicas gives each replica 1/R of its MVM steps
@@ -59,15 +65,18 @@ class PerfResult:
     inferences: int
     area_mm2: float
     extra: dict[str, float] = field(default_factory=dict)
+    busiest_resource: str = ""  # kind (core, bus, nic, link) of the resource with the most busy time
 
 
 class _Resources:
     def __init__(self) -> None:
         self.free: dict[object, float] = {}
         self.busy: dict[object, float] = {}
+        self.reservations = 0  # the simulator's work: its run time is about proportional to it
 
     def reserve(self, keys: list, ready: float, duration: float) -> float:
         start = max([ready] + [self.free.get(k, 0.0) for k in keys])
+        self.reservations += 1
         for k in keys:
             self.free[k] = start + duration
             self.busy[k] = self.busy.get(k, 0.0) + duration
@@ -282,6 +291,8 @@ def simulate(partition: Partition, placement: PumaPlacement, communication: Comm
     else:
         interval = latency
     interval = max(interval, 1e-12)
+    busiest = max(res.busy, key=lambda k: (res.busy[k], repr(k)), default=None)
+    busiest_s = res.busy[busiest] / inferences if busiest is not None else 0.0
     tiles = placement.tiles_used()
     dynamic = {k: v * 1e-12 / inferences for k, v in energy.items()}
     dynamic["leakage"] = tiles * spec.energy.tile_leakage_mw * 1e-3 * interval
@@ -292,4 +303,4 @@ def simulate(partition: Partition, placement: PumaPlacement, communication: Comm
     area = tiles * spec.energy.tile_area_mm2 + routers * spec.energy.router_area_mm2
     return PerfResult(latency, 1.0 / interval, total, dynamic, utilisation, tiles, hop_bytes / inferences,
                       {k: v / inferences for k, v in by_op.items()}, stall / inferences, makespan, inferences, area,
-                      {"interval_s": interval})
+                      {"interval_s": interval, "busiest_resource_s": busiest_s, "reservations": res.reservations}, busiest[0] if busiest else "")

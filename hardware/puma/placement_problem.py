@@ -33,6 +33,7 @@ class PumaPlacementProblem:
     joint_candidates: int = 0  # joint variant: candidate positions (0 = minimum tiles + 50 %)
     lns_share: float = 0.45  # share of the time limit spent in large-neighbourhood search on the joint model (0 = off)
     bound_share: float = 0.3  # share of the time limit spent on the certified lower bound (placement_bounds; 0 = off)
+    selection_share: float = 0.25  # stage D, the selection by simulation: its work as a share of the time limit (0 = off)
 
     @property
     def blocks_per_tile(self) -> int:

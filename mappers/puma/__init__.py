@@ -19,8 +19,8 @@ predicted vs simulated hop-weighted bytes) and, when the model has weights, the 
 
 Options (``--set decisions.<step>.<key>=v``): :class:`OptimizeOptions` (optimize.*), :class:`ValidateOptions`
 (validate.*), and the descriptors' ``ReplicateOptions`` (replicate.spare or replicate.budget) and
-``PumaPlaceOptions`` (place.variant, extra_tiles, balance_weight, link_weight, lns_share, bound_share) in
-:mod:`solvermap.mappers.decisions`; ``solvermap decisions --json`` shows types, ranges and defaults.
+``PumaPlaceOptions`` (place.variant, extra_tiles, balance_weight, link_weight, lns_share, bound_share,
+selection_share) in :mod:`solvermap.mappers.decisions`; ``solvermap decisions --json`` shows types, ranges and defaults.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def make_placement_problem(ctx: Context):
     options = ctx.options_for(PUMA_PLACE)
     return make_problem(ctx.state["partition"], _spec(ctx), variant=options.variant, extra_tiles=options.extra_tiles,
                         balance_weight=options.balance_weight, link_weight=options.link_weight,
-                        lns_share=options.lns_share, bound_share=options.bound_share)
+                        lns_share=options.lns_share, bound_share=options.bound_share, selection_share=options.selection_share)
 
 
 def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -> dict[str, Any]:
@@ -209,6 +209,9 @@ def placement_metrics(problem, decision, inferences: int = 4, chunks: int = 8) -
         "store_bytes": float(levels["store"]), "load_bytes": float(levels["load"]), "send_bytes": float(levels["send"]),
         "max_link_load_bytes": max(link_loads(problem, decision).values(), default=0.0),
         "sync_stall_s": perf.sync_stall_s, "energy_breakdown_j": {k: float(v) for k, v in perf.energy_breakdown_j.items()},
+        "interval_s": float(perf.extra["interval_s"]), "load_model_interval_s": float(perf.extra["busiest_resource_s"]),
+        "load_model_rel_error": float(1.0 - perf.extra["busiest_resource_s"] / perf.extra["interval_s"]),
+        "busiest_resource": perf.busiest_resource,
     }
     out.update({f"comm_{k}": v for k, v in summary(comm).items() if k.endswith("_count")})
     return out

@@ -26,6 +26,11 @@ C   per tile: its blocks → M cores (capacity N MVMUs; objective = bytes loaded
     producer's, + λ · max core ALU work), warm-started from the hint's cores or first-free; the
     solver's grouping replaces the start only if it moves fewer store + load bytes (exact count); MVMU
     slots in order (seed L189: MVMUs of a core are equidistant). C does not change hop-weighted bytes.
+D   (``selection_share`` > 0) the performance simulator chooses among placements with no more hop-weighted
+    bytes: core fills and moves within tiles, same-layer swaps across tiles (:mod:`.simulated_selection`),
+    before the bound, so the bound is one of the reported placement's bytes. Its work — simulator
+    reservations, ``RESERVATIONS_PER_UNIT`` per unit — is ``selection_share`` × the time limit (×
+    ``NO_LIMIT_UNITS`` without one), on top of the limit.
 Bound  the larger of stage A's dual bound on bytes sent (every send crosses ≥ 1 router; valid for
     every placement on ≤ K tiles) and, when that does not close the gap, the certified bound of
     :mod:`.placement_bounds` (message + router-crossing relaxations, ``bound_share`` of the time).
@@ -189,6 +194,7 @@ def _reserve(problem: PumaPlacementProblem, clock) -> float:
     return 0.0 if clock.total is None else (0.1 + problem.bound_share) * clock.total
 
 
+NO_LIMIT_UNITS = 60.0  # stage D's work units when the config has no time limit
 EXACT_STAGES_MAX_BLOCKS = 400  # stages A/B (exact tile grouping and positions) only on instances this small
 
 
@@ -242,6 +248,11 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
     details["stage_a_bound"] = bound
     slots = _cores(problem, config, tile_of, hint, records, details, clock)
     decision = PumaPlacement(slots)
+    if problem.selection_share > 0:
+        from solvermap.mappers.puma.simulated_selection import RESERVATIONS_PER_UNIT, select
+
+        units = problem.selection_share * (clock.total if clock.total is not None else NO_LIMIT_UNITS)
+        decision, details["simulated_selection"] = select(problem, decision, int(units * RESERVATIONS_PER_UNIT))
     value = hop_weighted_bytes(problem, decision)
     if problem.bound_share > 0 and value > bound + 1e-6 * max(1.0, value):
         from solvermap.mappers.puma.placement_bounds import lower_bound

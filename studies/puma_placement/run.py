@@ -3,8 +3,9 @@
 For every workload (mlp_l4, mlp_l5, lstm_lm, lenet, vgg on the ``puma`` preset, no layer replication):
 the four baselines (row-major, col-major, random, KaHIP min-cut; identity placement) and the solver
 (:mod:`solvermap.mappers.puma.hierarchical_placement`: layer-order portfolio, exact tile grouping and
-positions on small instances, multi-start LNS over the shared placement model, core stage; CP-SAT,
-warm-started from the best baseline) are scored on hop-weighted bytes (partial sums along the public
+positions on small instances, multi-start LNS over the shared placement model, core stage, stage D's
+selection by simulation among placements with no more bytes; CP-SAT, warm-started from the best
+baseline) are scored on hop-weighted bytes (partial sums along the public
 compiler's reduction chains, one send per destination tile), bytes per level (store / load / send),
 max link load, and simulated latency, throughput and energy. Every decision passes its checker. The
 solver's bound is certified for every placement on at most the compiler's number of tiles: the exact
@@ -20,7 +21,11 @@ accuracy are in :mod:`.functional`.)
 
 ``--large-time-limit`` applies to instances with more blocks than the exact stages take (mlp_l5,
 lstm_lm). Writes placement.csv (every method), placement_summary.csv (one row per workload: solver ÷
-best baseline and ÷ each baseline, status, gap, certified bound, latency/throughput/energy change),
+best baseline and ÷ each baseline, status, gap, certified bound, latency/throughput/energy change, and
+simulated latency and throughput ÷ each baseline − 1; the model-vs-simulator errors: hop-weighted bytes
+predicted vs simulated, and the load model's interval — the busiest resource's busy time per inference,
+what a max-link-load or core-balance term models — vs the simulated interval; stage D's throughput and
+latency change over the search's own placement),
 replication.csv, placement_ratios.png and replication.png. The time limits are deterministic work
 budgets (CP-SAT deterministic seconds, split between stages by work spent; the certified bound's column
 generation spends work too: HiGHS nodes and simplex iterations, CP-SAT deterministic time), so placements,
@@ -80,12 +85,16 @@ def placement_rows(name: str, spec, time_limit: float, variant: str) -> tuple[li
     decisions["solver"] = solved.decision
     certified = solved.details.get("certified_bound") or {}
     lns = solved.details.get("lns") or {}
+    selection = solved.details.get("simulated_selection") or {}
     rows.append({"workload": name, "method": "solver", "seconds": time.perf_counter() - start, "bound": solved.result.bound,
                  "gap": solved.result.gap, "status": str(solved.result.status), "warm_start": best, "check_ok": report.ok,
                  "bound_messages": certified.get("messages"), "bound_crossings": certified.get("crossings"),
                  "bound_stage_a": solved.details.get("stage_a_bound"),
                  "portfolio_start": (solved.details.get("portfolio") or {}).get("hop_bytes", [None])[0],
-                 "lns_rounds": lns.get("rounds"), "lns_improvements": lns.get("improvements")})
+                 "lns_rounds": lns.get("rounds"), "lns_improvements": lns.get("improvements"),
+                 "search_interval_s": selection.get("given_interval_s"), "search_latency_s": selection.get("given_latency_s"),
+                 "selection_start": selection.get("start"), "selection_simulations": selection.get("simulations"),
+                 "selection_moves": selection.get("moves")})
     best_value = objective(problem, decisions[best])
     for row in rows:
         decision = decisions[row["method"]]
@@ -107,6 +116,15 @@ def placement_rows(name: str, spec, time_limit: float, variant: str) -> tuple[li
                "solver_seconds": ours["seconds"], "time_limit": time_limit}
     for label in BASELINES:  # solver ÷ each baseline (< 1: the solver moves fewer hop-weighted bytes)
         summary[f"ratio_vs_{label}"] = ours["hop_weighted_bytes"] / objective(problem, decisions[label])
+    for label in BASELINES:  # simulated: < 0 latency and > 0 throughput are the solver's gains over that baseline
+        other = next(r for r in rows if r["method"] == label)
+        summary[f"latency_vs_{label}"] = ours["latency_s"] / other["latency_s"] - 1
+        summary[f"throughput_vs_{label}"] = ours["throughput"] / other["throughput"] - 1
+    selected = ours["search_interval_s"] is not None  # stage D ran: its gain over the search's own placement
+    summary.update({"hop_bytes_model_error": ours["hop_weighted_bytes_rel_diff"],
+                    "interval_load_model_error": ours["load_model_rel_error"], "busiest_resource": ours["busiest_resource"],
+                    "selection_throughput_change": ours["search_interval_s"] / ours["interval_s"] - 1 if selected else None,
+                    "selection_latency_change": ours["latency_s"] / ours["search_latency_s"] - 1 if selected else None})
     return rows, summary
 
 
