@@ -42,18 +42,20 @@ N = TypeVar("N")
 MIN_SOLVE_WORK = 0.05  # work charged for any solve at least: the order of building and loading a small model
 
 
-def spent_by(result: SolveResult, given: SolverConfig) -> float:
-    """The work one solve under ``given`` is charged: its reported work, at least ``MIN_SOLVE_WORK`` and at
-    most its work budget — exactly the budget when a limit stopped it (the work limit, or the backstop: then
-    charged as if by the limit); a node limit does not stop simplex iterations, so a count may exceed the
-    budget, and a solve never costs more than it was given. Wall seconds when not deterministic."""
+def spent_by(result: SolveResult, given: SolverConfig, floor: float = MIN_SOLVE_WORK) -> float:
+    """The work one solve under ``given`` is charged: its reported work, at least ``floor`` (default
+    ``MIN_SOLVE_WORK``) and at most its work budget — exactly the budget when a limit stopped it (the work
+    limit, or the backstop: then charged as if by the limit); a node limit does not stop simplex iterations,
+    so a count may exceed the budget, and a solve never costs more than it was given. Wall seconds when not
+    deterministic. A caller that re-solves models it built once (a column generation's master and pricing
+    problems) may pass a smaller ``floor``: building is then not paid again at every solve."""
     if not given.deterministic:
         return result.solve_seconds
     work = result.work
     budget = given.work_budget()
     if budget is not None:
         work = budget if result.limit_reached else min(work, budget)
-    return max(MIN_SOLVE_WORK, work)
+    return max(floor, work)
 
 
 class Budget:
@@ -73,9 +75,9 @@ class Budget:
         """Spend ``work`` (never refunds)."""
         self.spent += max(0.0, float(work))
 
-    def charge_solve(self, result: SolveResult, given: SolverConfig) -> float:
-        """Spend what one solve under ``given`` is charged (:func:`spent_by`); returns it."""
-        work = spent_by(result, given)
+    def charge_solve(self, result: SolveResult, given: SolverConfig, floor: float = MIN_SOLVE_WORK) -> float:
+        """Spend what one solve under ``given`` is charged (:func:`spent_by`, at least ``floor``); returns it."""
+        work = spent_by(result, given, floor)
         self.charge(work)
         self.backstop_fired = self.backstop_fired or result.backstop_fired
         return work

@@ -96,6 +96,15 @@ def test_a_solve_is_charged_its_work_between_the_minimum_and_its_budget():
     assert spent_by(SolveResult(Status.OPTIMAL, work=0.3, solve_seconds=1.25), wall) == pytest.approx(1.25)
 
 
+def test_a_solve_charged_with_a_smaller_floor_pays_its_reported_work_down_to_that_floor():
+    config = SolverConfig(time_limit_s=2)
+    assert spent_by(SolveResult(Status.OPTIMAL, work=0.01), config, floor=0.005) == pytest.approx(0.01)
+    assert spent_by(SolveResult(Status.OPTIMAL, work=0.001), config, floor=0.005) == pytest.approx(0.005)
+    budget = Budget(config)
+    assert budget.charge_solve(SolveResult(Status.OPTIMAL, work=0.001), config, floor=0.005) == pytest.approx(0.005)
+    assert budget.elapsed() == pytest.approx(0.005)
+
+
 def test_budget_counts_only_charged_work_when_deterministic():
     budget = Budget(SolverConfig(time_limit_s=10.0))
     budget.charge(2.5)

@@ -54,6 +54,25 @@ def test_whole_unit_relaxations_never_exceed_any_placements_messages_and_crossin
         assert c_info["compact"] <= objective(problem, decision) - sends + 1e-6
 
 
+def test_column_generation_charges_each_model_the_minimum_once_and_its_re_solves_their_reported_work(small, monkeypatch):
+    from solvermap.formulations import strategy
+
+    problem = small["lstm_lm"]
+    st = placement_bounds.structure(problem)
+    floors: list[float] = []
+    real = strategy.Budget.charge_solve
+
+    def charge_solve(self, result, given, floor=strategy.MIN_SOLVE_WORK):
+        floors.append(floor)
+        return real(self, result, given, floor)
+
+    monkeypatch.setattr(strategy.Budget, "charge_solve", charge_solve)
+    decisions = [BASELINES[b](problem) for b in ("row_major", "col_major")]
+    _, info = placement_bounds.crossing_bound(problem, st, problem.min_tiles(), decisions, 4)
+    assert floors.count(strategy.MIN_SOLVE_WORK) == info["models"] < len(floors)
+    assert floors.count(placement_bounds.RESOLVE_MIN_WORK) == len(floors) - info["models"]
+
+
 def test_structure_reads_chains_columns_and_outputs_of_an_mlp(small):
     st = placement_bounds.structure(small["mlp"])
     assert [len(g.rows) for g in st.grids] == [3, 1]
