@@ -107,7 +107,9 @@ def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Parti
     best = min([d for d in (hint, candidate) if d is not None], key=lambda d: objective(problem, d))
     lower = a.result.bound if a.result.bound is not None else 0.0
     cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
-    min_bins = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
+    # every bin costs at most the dearest type: a bins' cost ≥ P needs ≥ P / dearest bins
+    dearest = max(t.cost for t in problem.bin_types) * problem.weights.bins
+    min_bins = math.ceil(lower / dearest - 1e-9) if dearest > 0 and problem.weights.traffic == 0 else None
     value = objective(problem, best)
     details = {"phases": [{"phase": "A", "status": str(a.result.status), "objective": a.result.objective,
                            "bound": a.result.bound, "solve_seconds": a.result.solve_seconds}],
