@@ -27,7 +27,15 @@ from solvermap.formulations.partition.bounds import diagnose, lower_bound
 from solvermap.formulations.partition.chunks import chunk_groups, restrict, solve_chunked
 from solvermap.formulations.partition.columns import convex_bins
 from solvermap.formulations.partition.first_fit import first_fit
-from solvermap.formulations.partition.replicas import Copies, find_copies, integral, light_relaxation, replicate
+from solvermap.formulations.partition.replicas import (
+    Copies,
+    find_copies,
+    integral,
+    light_relaxation,
+    replicate,
+    retyped,
+    share_relaxation,
+)
 from solvermap.formulations.partition.settings import SETTINGS
 from solvermap.formulations.partition.solves import solve_model, work_of
 from solvermap.formulations.partition.two_phase import RETIMING_SEARCHES, by_columns, solve_two_phase
@@ -127,7 +135,9 @@ def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: Partitio
                  explain: bool, search: str) -> Solved[PartitionDecision]:
     """A replicated cluster (:mod:`.replicas`): copy 0 solved alone (``settings.copy_share`` of the budget)
     and mapped onto every copy, a candidate; k × the certified bound of the light relaxation
-    (``settings.light_share`` of what is left), a bound of the whole; then, with the gap open, the whole
+    (``settings.light_share`` of what is left), a bound of the whole, then with the gap open that of the
+    shares relaxation (``settings.share_share``), warm-started from the copy's partition, each bin of the
+    cheapest type it fits; then, with the gap open, the whole
     cluster warm-started from the best candidate on what is left, whose bound also counts."""
     budget = Budget(config)
     clusters = {i.cluster for i in problem.items}
@@ -148,18 +158,23 @@ def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     best = min(candidates, key=lambda d: objective(problem, d))  # on a tie the warm start
     combinatorial = lower_bound(problem)
     lower = problem.weights.bins * combinatorial.cost
-    relaxed = light_relaxation(problem, copies)
-    messages = [f"{len(copies.names)} copies of {len(copies.names[0])} items: one solved and copied"]
-    if relaxed is not None:
-        light = solve_one(relaxed, budget.share(SETTINGS.light_share), first.decision, "ours", False, search=search)
-        budget.charge(work_of(light))
-        results.append(light.result)
-        details["light_relaxation"] = {"status": str(light.result.status), "objective": light.result.objective,
-                                       "bound": light.result.bound}
-        if light.result.bound is not None and light.result.status != Status.INFEASIBLE:
-            lower = max(lower, integral(problem, len(copies.names) * light.result.bound))
-            messages.append("light relaxation")
     value = objective(problem, best)
+    messages = [f"{len(copies.names)} copies of {len(copies.names[0])} items: one solved and copied"]
+    # the light relaxation, then (gap still open) the shares relaxation: each bound k × its certified bound
+    for name, relax, share in (("light", light_relaxation, SETTINGS.light_share),
+                               ("share", share_relaxation, SETTINGS.share_share)):
+        relaxed = relax(problem, copies)
+        if relaxed is None or value <= lower + 1e-9 or budget.exhausted():
+            continue
+        warm = retyped(relaxed, first.decision) if first.decision is not None else None
+        solved = solve_one(relaxed, budget.share(share), warm, "ours", False, search=search)
+        budget.charge(work_of(solved))
+        results.append(solved.result)
+        details[f"{name}_relaxation"] = {"status": str(solved.result.status), "objective": solved.result.objective,
+                                         "bound": solved.result.bound}
+        if solved.result.bound is not None and solved.result.status != Status.INFEASIBLE:
+            lower = max(lower, integral(problem, len(copies.names) * solved.result.bound))
+            messages.append(f"{name} relaxation")
     if value > lower + 1e-9 and not budget.exhausted():
         whole = solve_one(problem, budget.share(), best, "ours", explain, search=search, use_copies=False)
         budget.charge(work_of(whole))
