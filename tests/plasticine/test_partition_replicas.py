@@ -9,7 +9,9 @@ import random
 import pytest
 
 from solvermap.formulations import partition as formulation
+from solvermap.formulations.partition import strategy
 from solvermap.formulations.partition.replicas import find_copies, light_relaxation, replicate, share_relaxation
+from solvermap.formulations.partition.two_phase import needs_retiming
 from solvermap.formulations.problems.partition import BinType, Item, Link, PartitionProblem, Retiming, objective
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.checks.partition import check
@@ -163,3 +165,25 @@ def test_share_relaxation_charges_a_sharing_part_its_stages():
     assert relaxed.bin_types[0] == PCU
     assert [(t.capacity["stages"], t.cost, t.inputs["vector"], t.outputs["vector"]) for t in shares] == \
         [(1.0, 0.25, 2, 2), (2.0, 0.5, 2, 2), (3.0, 0.75, 2, 2)]
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+@pytest.mark.parametrize("make", [lambda: skip_pair(1), lambda: replicated(2, 1, 4, retiming=Retiming(1, 0))],
+                         ids=["skip-pair", "body"])
+def test_needs_retiming_agrees_with_the_enumerated_zero_retiming_optimum(make, backend):
+    problem = make()
+    least, _ = needs_retiming(problem, SolverConfig(backend=backend, time_limit_s=10), None)
+    assert least == (1 if optimum(problem, max_retiming=0) is None else 0)
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_share_relaxation_counting_the_copy_s_retiming_stays_below_the_optimum(backend):
+    """A skip pair needs a retiming bin in every partition (its items never share a PCU); the shares
+    relaxation told so (least_retiming = 1) bounds the two copies at most at their enumerated optimum."""
+    problem = skip_pair(2)
+    copies = find_copies(problem)
+    config = SolverConfig(backend=backend, time_limit_s=10)
+    least, _ = needs_retiming(problem.subproblem(copies.names[0]), config, None)
+    assert least == 1
+    bound = strategy.solve_one(share_relaxation(problem, copies), config, None, "ours", False, least_retiming=least)
+    assert 2 * bound.result.bound <= optimum(problem) + 1e-9
