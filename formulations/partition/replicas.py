@@ -28,7 +28,9 @@ Shares    the same restriction with other weights (a dual-feasible function of t
           r, C − d of the other sum resources, at cost u / C_r), are a solution of copy 0's relaxation
           (isomorphic) at that weight plus copy j's retiming; so k × its optimum bounds the whole —
           :func:`share_relaxation` (r the sum resource with the most demand per capacity, its demands
-          positive integers). Neither relaxation dominates: light is exact when every part is heavy
+          positive integers). A relaxation's partitions are partitions of the copy (its types fit inside
+          the full one) with the same retiming: when no partition of the copy runs without retiming
+          (:func:`~.two_phase.needs_retiming`), its optimum is at least its no-retiming optimum + w_ret. Neither relaxation dominates: light is exact when every part is heavy
           (lattice: 3 inputs per bin), shares when small parts are what mixing copies would use.
           Conditions (else no bound): one bin type with no count; one kind κ limited on both sides over the
           copies' data links; no traffic weight; no fixed delays; every item reads and sends a forward value.

@@ -137,7 +137,9 @@ def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     and mapped onto every copy, a candidate; k × the certified bound of the light relaxation
     (``settings.light_share`` of what is left), a bound of the whole, then with the gap open that of the
     shares relaxation (``settings.share_share``), warm-started from the copy's partition, each bin of the
-    cheapest type it fits; then, with the gap open, the whole
+    cheapest type it fits, after a probe (``settings.retiming_probe_share``) whether every partition of a
+    copy needs retiming (then the relaxation counts one retiming bin on top of its bins); then, with the
+    gap open, the whole
     cluster warm-started from the best candidate on what is left, whose bound also counts."""
     budget = Budget(config)
     clusters = {i.cluster for i in problem.items}
