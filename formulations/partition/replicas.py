@@ -18,6 +18,20 @@ Bound     restrict any solution of the whole to one copy: each bin's items of co
           copy j ≥ k · OPT(copy with a second, free bin type "light" = the non-heavy parts: ⌊In/2⌋ and In − 1
           inputs, Out − 1 outputs, C_r − d_r) — :func:`light_relaxation`, a partition problem that the same
           solver bounds, so k × its certified bound is certified for the whole.
+Shares    the same restriction with other weights (a dual-feasible function of the parts, as in the
+          configuration LP of bin packing): a part is *alone* when its inputs (outputs) of κ are at In (Out)
+          or a sum resource is above C_r − d_r — it shares its bin with no other part —, else it *shares*.
+          Give an alone part weight 1 and a sharing part u / C_r, u its use of one sum resource r: a bin holds
+          one alone part, or sharing parts whose uses add up to at most C_r, so its parts' weights add up to
+          at most 1 and a solution has at least Σ_j Σ_{parts of copy j} weight bins. Copy j's parts, each a
+          bin of the cheapest type it fits (full at cost 1; "share u": In − 1 inputs, Out − 1 outputs, u of
+          r, C − d of the other sum resources, at cost u / C_r), are a solution of copy 0's relaxation
+          (isomorphic) at that weight plus copy j's retiming; so k × its optimum bounds the whole —
+          :func:`share_relaxation` (r the sum resource with the most demand per capacity, its demands
+          positive integers). A relaxation's partitions are partitions of the copy (its types fit inside
+          the full one) with the same retiming: when no partition of the copy runs without retiming
+          (:func:`~.two_phase.needs_retiming`), its optimum is at least its no-retiming optimum + w_ret. Neither relaxation dominates: light is exact when every part is heavy
+          (lattice: 3 inputs per bin), shares when small parts are what mixing copies would use.
           Conditions (else no bound): one bin type with no count; one kind κ limited on both sides over the
           copies' data links; no traffic weight; no fixed delays; every item reads and sends a forward value.
 """
@@ -126,9 +140,9 @@ def replicate(problem: PartitionProblem, copies: Copies, decision: PartitionDeci
     return PartitionDecision(assignment, types, delays, sources, required_retiming(problem, assignment, delays, sources))
 
 
-def light_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProblem | None:
-    """Copy 0 with a second, free bin type for its non-heavy parts (module docstring), or None when the
-    bound's conditions do not hold. k × its optimum (or certified bound) bounds the whole problem."""
+def _relaxable(problem: PartitionProblem, copies: Copies) -> tuple[PartitionProblem, BinType, str] | None:
+    """Copy 0, the one bin type and the one limited link kind κ, when the relaxations' conditions hold
+    (module docstring), else None."""
     if len(problem.bin_types) != 1 or problem.feasible is not None or problem.weights.traffic != 0:
         return None
     if problem.retiming is not None and (problem.retiming.fixed_sources or problem.retiming.fixed_sinks):
@@ -136,7 +150,7 @@ def light_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProb
     full = problem.bin_types[0]
     if full.count is not None:
         return None
-    copy = problem.subproblem(copies.names[0], f"{problem.name}[light relaxation]")
+    copy = problem.subproblem(copies.names[0], f"{problem.name}[relaxation]")
     data = [l for l in copy.links if not l.order_only]
     kinds = {l.kind for l in data}
     if len(kinds) != 1:
@@ -149,15 +163,72 @@ def light_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProb
     sends = {l.src for l in data if copy.is_item(l.src) and (l.forward or not copy.is_item(l.dst))}
     if any(n not in reads or n not in sends for n in copy.item_names):
         return None
+    return copy, full, kind
+
+
+def _shared_capacity(copy: PartitionProblem, full: BinType) -> dict[str, float]:
+    """C_r − d_r per sum resource r (d_r the least demand of an item): what a part that shares its bin has."""
     capacity = dict(full.capacity)
     for r, cap in full.capacity.items():
         if full.reduce_of(r) == "sum":
-            least = min(float(i.demand.get(r, 0.0)) for i in copy.items)
-            capacity[r] = cap - least
-    light = BinType(f"{full.name}-light", capacity, dict(full.reduction),
+            capacity[r] = cap - min(float(i.demand.get(r, 0.0)) for i in copy.items)
+    return capacity
+
+
+def light_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProblem | None:
+    """Copy 0 with a second, free bin type for its non-heavy parts (module docstring), or None when the
+    bound's conditions do not hold. k × its optimum (or certified bound) bounds the whole problem."""
+    found = _relaxable(problem, copies)
+    if found is None:
+        return None
+    copy, full, kind = found
+    inputs, outputs = full.inputs[kind], full.outputs[kind]
+    light = BinType(f"{full.name}-light", _shared_capacity(copy, full), dict(full.reduction),
                     {**full.inputs, kind: min(inputs // 2, inputs - 1)}, {**full.outputs, kind: outputs - 1},
                     None, 0.0)
-    return dataclasses.replace(copy, bin_types=(full, light))
+    return dataclasses.replace(copy, bin_types=(full, light), name=f"{problem.name}[light relaxation]")
+
+
+def share_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProblem | None:
+    """Copy 0 in which a part that can share its bin costs its share u / C_r of the binding sum resource r
+    (module docstring, "Shares"): bin types "share u" (In − 1 inputs, Out − 1 outputs of κ, u of r, C − d
+    of the other sum resources, cost u / C_r) for u = 1 … C_r − d_r beside the full type. None when the
+    conditions do not hold or r's demands are not positive integers. k × its optimum bounds the whole."""
+    found = _relaxable(problem, copies)
+    if found is None:
+        return None
+    copy, full, kind = found
+    sums = [r for r in full.capacity if full.reduce_of(r) == "sum" and full.cap(r) > 0]
+    demands = {r: [float(i.demand.get(r, 0.0)) for i in copy.items] for r in sums}
+    usable = [r for r in sums if float(full.cap(r)).is_integer()
+              and all(v >= 1 and v.is_integer() for v in demands[r])]
+    if not usable:
+        return None
+    resource = max(usable, key=lambda r: (sum(demands[r]) / full.cap(r), r))  # the binding one
+    cap = int(full.cap(resource))
+    shared = _shared_capacity(copy, full)
+    types = [full] + [BinType(f"{full.name}-share{u}", {**shared, resource: float(u)}, dict(full.reduction),
+                              {**full.inputs, kind: full.inputs[kind] - 1},
+                              {**full.outputs, kind: full.outputs[kind] - 1}, None, u / cap)
+                      for u in range(1, int(shared[resource]) + 1)]
+    return dataclasses.replace(copy, bin_types=tuple(types), name=f"{problem.name}[share relaxation]")
+
+
+def retyped(problem: PartitionProblem, decision: PartitionDecision) -> PartitionDecision:
+    """``decision`` (of a problem with the same items and links) with each bin of the cheapest type of
+    ``problem`` its members fit (capacity and arity); a bin no type fits keeps its type."""
+    types = dict(decision.bin_types)
+    for b, members in decision.members().items():
+        ins, outs = problem.crossing(members)
+        fitting = [t for t in problem.bin_types
+                   if all(t.reduce_of(r) == "max" or sum(float(problem.item(n).demand.get(r, 0.0)) for n in members)
+                          <= t.cap(r) + 1e-9 for r in {r for n in members for r in problem.item(n).demand})
+                   and all(not problem.intrinsic_violations(n, t) for n in members)
+                   and all(n <= t.inputs.get(k, n) for k, n in ins.items())
+                   and all(n <= t.outputs.get(k, n) for k, n in outs.items())]
+        if fitting:
+            types[b] = min(fitting, key=lambda t: t.cost).name
+    return dataclasses.replace(decision, bin_types=types)
 
 
 def integral(problem: PartitionProblem, bound: float) -> float:

@@ -28,6 +28,8 @@ class PartitionSettings:
     # replicated clusters (:mod:`.replicas`) --------------------------------------------------------------
     copy_share: float = 0.4  # one copy solved alone
     light_share: float = 0.5  # the light relaxation (the bound of the whole)
+    share_share: float = 0.5  # the shares relaxation, when the light one leaves a gap ...
+    retiming_probe_share: float = 0.4  # ... after the probe whether every partition of a copy needs retiming
     # problems without retiming: slot model, column model with cycle cuts, slot model -----------------
     quick_slot_share: float = 0.25  # the first slot-model solve ...
     quick_slot_work: float = 2.0  # ... at most this much work when the problem has at most quick_slot_items items

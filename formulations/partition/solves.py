@@ -231,8 +231,8 @@ def solve_model(problem: PartitionProblem, config: SolverConfig, hint: Partition
     # (details["work"] is set below, after the last solve)
     if best is not None and objective(problem, best) > lower + 1e-9 and config.time_limit_s is not None \
             and budget.share().time_limit_s > SETTINGS.repeat_floor:
-        cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
-        proven = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
+        dearest = max(t.cost for t in problem.bin_types) * problem.weights.bins  # a bin costs at most this
+        proven = math.ceil(lower / dearest - 1e-9) if dearest > 0 and problem.weights.traffic == 0 else None
         again = solve_slots(problem, budget.share(), best, variant, explain,
                              min_bins=max(proven or 0, min_bins or 0) or None)
         budget.charge(work_of(again))

@@ -27,10 +27,18 @@ from solvermap.formulations.partition.bounds import diagnose, lower_bound
 from solvermap.formulations.partition.chunks import chunk_groups, restrict, solve_chunked
 from solvermap.formulations.partition.columns import convex_bins
 from solvermap.formulations.partition.first_fit import first_fit
-from solvermap.formulations.partition.replicas import Copies, find_copies, integral, light_relaxation, replicate
+from solvermap.formulations.partition.replicas import (
+    Copies,
+    find_copies,
+    integral,
+    light_relaxation,
+    replicate,
+    retyped,
+    share_relaxation,
+)
 from solvermap.formulations.partition.settings import SETTINGS
 from solvermap.formulations.partition.solves import solve_model, work_of
-from solvermap.formulations.partition.two_phase import RETIMING_SEARCHES, by_columns, solve_two_phase
+from solvermap.formulations.partition.two_phase import RETIMING_SEARCHES, by_columns, needs_retiming, solve_two_phase
 from solvermap.formulations.problems.partition import PartitionDecision, PartitionProblem, objective
 from solvermap.formulations.solver import SolveResult, SolverConfig, Status, relative_gap
 from solvermap.formulations.strategy import Budget, sequence
@@ -42,7 +50,7 @@ VARIANTS = ("ours", "table42")
 
 def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None, variant: str,
               explain: bool, *, use_columns: bool = True, search: str = "auto",
-              use_copies: bool = True) -> Solved[PartitionDecision]:
+              use_copies: bool = True, least_retiming: int = 0) -> Solved[PartitionDecision]:
     """One cluster: by its copies when replicated (:func:`solve_copies`), in chunks when large, in two
     phases with retiming, else :func:`~.solves.solve_model`."""
     if variant == "ours" and use_copies:
@@ -64,7 +72,7 @@ def solve_one(problem: PartitionProblem, config: SolverConfig, hint: PartitionDe
     columns = (lambda: convex_bins(problem, deadline=deadline)) \
         if variant == "ours" and problem.acyclic and use_columns else None
     if variant == "ours" and problem.retiming is not None and problem.weights.retiming > 0 and problem.weights.bins > 0:
-        return solve_two_phase(problem, config, hint, explain, columns, search)
+        return solve_two_phase(problem, config, hint, explain, columns, search, least_retiming)
     return solve_model(problem, config, hint, variant, explain, columns=columns)
 
 
@@ -127,7 +135,11 @@ def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: Partitio
                  explain: bool, search: str) -> Solved[PartitionDecision]:
     """A replicated cluster (:mod:`.replicas`): copy 0 solved alone (``settings.copy_share`` of the budget)
     and mapped onto every copy, a candidate; k × the certified bound of the light relaxation
-    (``settings.light_share`` of what is left), a bound of the whole; then, with the gap open, the whole
+    (``settings.light_share`` of what is left), a bound of the whole, then with the gap open that of the
+    shares relaxation (``settings.share_share``), warm-started from the copy's partition, each bin of the
+    cheapest type it fits, after a probe (``settings.retiming_probe_share``) whether every partition of a
+    copy needs retiming (then the relaxation counts one retiming bin on top of its bins); then, with the
+    gap open, the whole
     cluster warm-started from the best candidate on what is left, whose bound also counts."""
     budget = Budget(config)
     clusters = {i.cluster for i in problem.items}
@@ -148,18 +160,32 @@ def solve_copies(problem: PartitionProblem, config: SolverConfig, hint: Partitio
     best = min(candidates, key=lambda d: objective(problem, d))  # on a tie the warm start
     combinatorial = lower_bound(problem)
     lower = problem.weights.bins * combinatorial.cost
-    relaxed = light_relaxation(problem, copies)
-    messages = [f"{len(copies.names)} copies of {len(copies.names[0])} items: one solved and copied"]
-    if relaxed is not None:
-        light = solve_one(relaxed, budget.share(SETTINGS.light_share), first.decision, "ours", False, search=search)
-        budget.charge(work_of(light))
-        results.append(light.result)
-        details["light_relaxation"] = {"status": str(light.result.status), "objective": light.result.objective,
-                                       "bound": light.result.bound}
-        if light.result.bound is not None and light.result.status != Status.INFEASIBLE:
-            lower = max(lower, integral(problem, len(copies.names) * light.result.bound))
-            messages.append("light relaxation")
     value = objective(problem, best)
+    messages = [f"{len(copies.names)} copies of {len(copies.names[0])} items: one solved and copied"]
+    # the light relaxation, then (gap still open) the shares relaxation: each bound k × its certified bound;
+    # before the second, whether every partition of a copy needs retiming: a relaxation's partitions are
+    # partitions of the copy (its bin types fit inside the PCU) with the same retiming, so its two phases
+    # may count that retiming on top of their bins (the shares relaxation's bins alone are cheap)
+    least = None
+    for k, (name, relax, share) in enumerate((("light", light_relaxation, SETTINGS.light_share),
+                                              ("share", share_relaxation, SETTINGS.share_share))):
+        relaxed = relax(problem, copies)
+        if relaxed is None or value <= lower + 1e-9 or budget.exhausted():
+            continue
+        if k > 0 and least is None and problem.retiming is not None and problem.weights.retiming > 0:
+            least, work = needs_retiming(one, budget.share(SETTINGS.retiming_probe_share), first.decision)
+            budget.charge(work)
+            details["copy_needs_retiming"] = bool(least)
+        warm = retyped(relaxed, first.decision) if first.decision is not None else None
+        solved = solve_one(relaxed, budget.share(share), warm, "ours", False, search=search,
+                           least_retiming=least or 0)
+        budget.charge(work_of(solved))
+        results.append(solved.result)
+        details[f"{name}_relaxation"] = {"status": str(solved.result.status), "objective": solved.result.objective,
+                                         "bound": solved.result.bound}
+        if solved.result.bound is not None and solved.result.status != Status.INFEASIBLE:
+            lower = max(lower, integral(problem, len(copies.names) * solved.result.bound))
+            messages.append(f"{name} relaxation")
     if value > lower + 1e-9 and not budget.exhausted():
         whole = solve_one(problem, budget.share(), best, "ours", explain, search=search, use_copies=False)
         budget.charge(work_of(whole))

@@ -66,13 +66,14 @@ def by_columns(search: str, config: SolverConfig) -> bool:
 
 def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None,
                      explain: bool, columns: Callable[[], list[Column] | None] | None = None,
-                     search: str = "auto") -> Solved[PartitionDecision]:
+                     search: str = "auto", least_retiming: int = 0) -> Solved[PartitionDecision]:
     """Retiming problems: (A) the model without retiming gives the fewest bins P* — a lower bound of the
     joint objective, since retiming bins are ≥ 0; its solution, scheduled, is a joint candidate. If the
     best candidate has no retiming it is optimal. Otherwise (B) joint models with Σ bins ≥ P* and the best
     candidate as warm start: uncapped on a short share of the budget, then (when phase A is proven) with
     the retiming capped at 0, then at what can still beat the incumbent (see below). The budget is split
-    by a :class:`~solvermap.formulations.strategy.Budget` of deterministic work."""
+    by a :class:`~solvermap.formulations.strategy.Budget` of deterministic work. ``least_retiming``: retiming
+    bins every solution is known to need (:func:`needs_retiming`), so P + w_ret · least_retiming bounds it."""
     budget = Budget(config)
     relaxed = dataclasses.replace(problem, retiming=None, weights=dataclasses.replace(problem.weights, retiming=0.0))
     relaxed_hint = PartitionDecision(dict(hint.assignment), dict(hint.bin_types)) if hint is not None else None
@@ -107,7 +108,9 @@ def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Parti
     best = min([d for d in (hint, candidate) if d is not None], key=lambda d: objective(problem, d))
     lower = a.result.bound if a.result.bound is not None else 0.0
     cheapest = min(t.cost for t in problem.bin_types) * problem.weights.bins
-    min_bins = math.ceil(lower / cheapest - 1e-9) if cheapest > 0 and problem.weights.traffic == 0 else None
+    # every bin costs at most the dearest type: a bins' cost ≥ P needs ≥ P / dearest bins
+    dearest = max(t.cost for t in problem.bin_types) * problem.weights.bins
+    min_bins = math.ceil(lower / dearest - 1e-9) if dearest > 0 and problem.weights.traffic == 0 else None
     value = objective(problem, best)
     details = {"phases": [{"phase": "A", "status": str(a.result.status), "objective": a.result.objective,
                            "bound": a.result.bound, "solve_seconds": a.result.solve_seconds}],
@@ -124,6 +127,7 @@ def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Parti
     # min(bound_k, P + w_ret (k + 1)) is a joint lower bound — often the incumbent's value; an infeasible
     # cap k adds Σ r ≥ k + 1 to the next model (the slot space only shrinks as the incumbent improves).
     base, w_ret = lower, problem.weights.retiming
+    lower = base + w_ret * least_retiming
     bins_floor = min_bins if a.result.status == Status.OPTIMAL else None
     messages, results, last = ["two-phase: no-retiming optimum"], [a.result], None
     fixed = problem.retiming.fixed_sources or problem.retiming.fixed_sinks  # (chunks; the relaxation has none)
@@ -134,7 +138,7 @@ def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Parti
         details["work"] = budget.elapsed()
         final = sequence(results, objective(problem, best), lower, ", then ".join(messages + more))
         return Solved(final, best, [], details)
-    least_retiming = 0  # every solution needs at least this many retiming bins (a cap proven infeasible)
+    # (least_retiming: every solution needs at least this many retiming bins; a cap proven infeasible raises it)
     # the uncapped joint model first, on a share of the budget: most actors are proven here, and their
     # partition does not depend on the caps below. The caps need phase A's proven bin count (a floor for
     # every capped model): without it, the joint model gets the whole budget (kmeans x4, actor
@@ -165,6 +169,8 @@ def solve_two_phase(problem: PartitionProblem, config: SolverConfig, hint: Parti
         if cap_max < 0:
             break
         cap = min(cap_step, cap_max) if cap_step is not None else cap_max
+        if cap < least_retiming:
+            continue  # proven infeasible already
         if slots is not None and (slots >= slot_count(problem, best)
                                   or slot_window(problem, best, slots) is not None):
             continue  # the last step's slot space already, or too large for the whole slot space
@@ -367,3 +373,12 @@ def _phase_b_columns(problem: PartitionProblem, config: SolverConfig, budget: Bu
         if objective(problem, found.decision) < value - 1e-9:
             best = found.decision
     return best, lower, messages
+
+
+def needs_retiming(problem: PartitionProblem, config: SolverConfig,
+                   hint: PartitionDecision | None) -> tuple[int, float]:
+    """(1 when no partition of ``problem`` — with any number of bins: one slot per item — runs without
+    retiming, the zero-retiming slot model proven infeasible within ``config``'s budget, else 0: a
+    partition without retiming found, or nothing proven; the work spent)."""
+    probe = solve_slots(problem, config, hint, "ours", False, max_retiming=0, slots=len(problem.items))
+    return (1 if probe.result.status == Status.INFEASIBLE else 0), work_of(probe)

@@ -250,3 +250,21 @@ def test_capped_steps_reach_the_enumerated_joint_optimum(case, backend, monkeypa
     expected = optimum(problem)
     assert solved.result.bound <= expected + 1e-9 and check(problem, solved.decision).ok
     assert solved.result.status == Status.OPTIMAL and solved.result.objective == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("search", ["slots", "columns"])
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_types_of_different_cost_reach_the_enumerated_optimum(backend, search):
+    """Phase A's cheapest partition is two small bins (0.8) whose skip link needs a retiming bin (1.8);
+    one large bin (1.0) is the joint optimum. Phase A's cost proves at least 0.8 / 1.0 (the dearest
+    type) bins, not 0.8 / 0.4 (the cheapest): a floor of 2 bins would lose the optimum."""
+    large = BinType("large", {"stages": 2}, inputs={"vector": 3}, outputs={"vector": 3}, cost=1.0)
+    small = BinType("small", {"stages": 1}, inputs={"vector": 3}, outputs={"vector": 3}, cost=0.4)
+    problem = PartitionProblem(
+        (Item("a", {"stages": 1}), Item("b", {"stages": 1})), (large, small),
+        (Link("in", "a"), Link("a", "b"), Link("in", "b"), Link("b", "out")),
+        acyclic=True, retiming=Retiming(1, 0), name="two-costs")
+    solved = formulation.solve(problem, SolverConfig(backend=backend, time_limit_s=10), retiming_search=search)
+    assert check(problem, solved.decision).ok
+    assert solved.result.objective == pytest.approx(optimum(problem)) == pytest.approx(1.0)
+    assert solved.result.bound <= 1.0 + 1e-9

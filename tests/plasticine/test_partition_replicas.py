@@ -1,5 +1,6 @@
 """Replicated clusters (formulations/partition/replicas.py): copies found, one copy's solution copied, and
-k × the light relaxation's bound never above the enumerated optimum of the whole, on two backends."""
+k × the light and the shares relaxation's bounds never above the enumerated optimum of the whole, on two
+backends, also where mixing copies in one bin beats k × the copy's optimum."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import random
 import pytest
 
 from solvermap.formulations import partition as formulation
-from solvermap.formulations.partition.replicas import find_copies, light_relaxation, replicate
+from solvermap.formulations.partition import strategy
+from solvermap.formulations.partition.replicas import find_copies, light_relaxation, replicate, share_relaxation
+from solvermap.formulations.partition.two_phase import needs_retiming
 from solvermap.formulations.problems.partition import BinType, Item, Link, PartitionProblem, Retiming, objective
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.checks.partition import check
@@ -109,3 +112,78 @@ def test_replicated_solve_is_proven_at_the_enumerated_optimum(backend):
     assert check(problem, solved.decision).ok
     assert solved.result.objective == pytest.approx(optimum(problem))
     assert solved.result.bound <= solved.result.objective + 1e-9
+
+
+def small_pairs(copies: int) -> PartitionProblem:
+    """Copies of in → a → b → out, one stage each: a copy fits one bin, and two copies fit one bin together."""
+    items, links = [], []
+    for c in range(copies):
+        items += [Item(f"a@{c}", {"stages": 1}), Item(f"b@{c}", {"stages": 1})]
+        links += [Link(f"in@{c}", f"a@{c}", kind="vector"), Link(f"a@{c}", f"b@{c}", kind="vector"),
+                  Link(f"b@{c}", f"out@{c}", kind="vector")]
+    return PartitionProblem(tuple(items), (PCU,), tuple(links), acyclic=True, name="pairs")
+
+
+def test_mixing_copies_beats_copies_times_the_copy_optimum():
+    """The instance below checks the bounds where k × the copy's optimum (2) is no bound (the optimum is 1)."""
+    problem = small_pairs(2)
+    one = problem.subproblem(find_copies(problem).names[0])
+    assert optimum(problem) == 1 and 2 * optimum(one) == 2
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_share_relaxation_bound_is_exact_where_copies_share_a_bin(backend):
+    problem = small_pairs(2)
+    relaxed = share_relaxation(problem, find_copies(problem))
+    bound = formulation.solve(relaxed, SolverConfig(backend=backend, time_limit_s=10)).result.bound
+    assert 2 * bound == pytest.approx(optimum(problem))
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_share_relaxation_bound_is_at_most_the_enumerated_optimum(seed, backend):
+    problem = replicated(seed, 2, 3)
+    relaxed = share_relaxation(problem, find_copies(problem))
+    assert relaxed is not None
+    bound = formulation.solve(relaxed, SolverConfig(backend=backend, time_limit_s=10)).result.bound
+    assert 2 * bound <= optimum(problem) + 1e-9
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_share_relaxation_bound_holds_with_retiming(backend):
+    problem = skip_pair(2)
+    bound = formulation.solve(share_relaxation(problem, find_copies(problem)),
+                              SolverConfig(backend=backend, time_limit_s=10))
+    assert 2 * bound.result.bound <= optimum(problem) + 1e-9
+
+
+def test_share_relaxation_charges_a_sharing_part_its_stages():
+    """Types: the full PCU at cost 1, then 1 … 3 stages (4 − the least demand 1) at 1/4 each stage, with
+    one input and one output fewer than the PCU."""
+    relaxed = share_relaxation(small_pairs(2), find_copies(small_pairs(2)))
+    shares = relaxed.bin_types[1:]
+    assert relaxed.bin_types[0] == PCU
+    assert [(t.capacity["stages"], t.cost, t.inputs["vector"], t.outputs["vector"]) for t in shares] == \
+        [(1.0, 0.25, 2, 2), (2.0, 0.5, 2, 2), (3.0, 0.75, 2, 2)]
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+@pytest.mark.parametrize("make", [lambda: skip_pair(1), lambda: replicated(2, 1, 4, retiming=Retiming(1, 0))],
+                         ids=["skip-pair", "body"])
+def test_needs_retiming_agrees_with_the_enumerated_zero_retiming_optimum(make, backend):
+    problem = make()
+    least, _ = needs_retiming(problem, SolverConfig(backend=backend, time_limit_s=10), None)
+    assert least == (1 if optimum(problem, max_retiming=0) is None else 0)
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_share_relaxation_counting_the_copy_s_retiming_stays_below_the_optimum(backend):
+    """A skip pair needs a retiming bin in every partition (its items never share a PCU); the shares
+    relaxation told so (least_retiming = 1) bounds the two copies at most at their enumerated optimum."""
+    problem = skip_pair(2)
+    copies = find_copies(problem)
+    config = SolverConfig(backend=backend, time_limit_s=10)
+    least, _ = needs_retiming(problem.subproblem(copies.names[0]), config, None)
+    assert least == 1
+    bound = strategy.solve_one(share_relaxation(problem, copies), config, None, "ours", False, least_retiming=least)
+    assert 2 * bound.result.bound <= optimum(problem) + 1e-9
