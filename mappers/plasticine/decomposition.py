@@ -145,15 +145,19 @@ def _shard_memory(g: DataflowGraph, shard: Shard) -> None:
     g.remove_node(m)
 
 
-def _or_tree(g: DataflowGraph, actor: str, leaves: list[tuple[str, str]], kind: str, label: str) -> tuple[str, str]:
-    """OR together (node, port) values in ``actor``; returns the root (node, port)."""
+def _tree(g: DataflowGraph, actor: str, leaves: list[tuple[str, str]], op: str, kind: str, prefix: str, *,
+          lanes: int, integer: bool) -> tuple[str, str]:
+    """Reduce (node, port) values pairwise with ``op`` in ``actor``; returns the root (node, port). The tree's
+    ops are named ``prefix``k, k counting up past names another tree of the actor already took (a memory both
+    replicated and sharded ANDs several write copies' acknowledgements in one actor)."""
     level = list(leaves)
     k = 0
     while len(level) > 1:
         nxt = []
         for i in range(0, len(level) - 1, 2):
-            o = _add_op(g, actor, f"{actor}.{label}{k}", "or", lanes=16 if kind == "vector" else 1,
-                        integer=kind != "vector")
+            while f"{prefix}{k}" in g:
+                k += 1
+            o = _add_op(g, actor, f"{prefix}{k}", op, lanes=lanes, integer=integer)
             k += 1
             for src, port in (level[i], level[i + 1]):
                 _edge(g, src, o, kind, src_port=port)
@@ -162,6 +166,17 @@ def _or_tree(g: DataflowGraph, actor: str, leaves: list[tuple[str, str]], kind: 
             nxt.append(level[-1])
         level = nxt
     return level[0]
+
+
+def _or_tree(g: DataflowGraph, actor: str, leaves: list[tuple[str, str]], kind: str, label: str) -> tuple[str, str]:
+    """OR together (node, port) values in ``actor``; returns the root (node, port)."""
+    return _tree(g, actor, leaves, "or", kind, f"{actor}.{label}", lanes=16 if kind == "vector" else 1,
+                 integer=kind != "vector")
+
+
+def _and_tree(g: DataflowGraph, actor: str, acks: list[str], prefix: str) -> tuple[str, str]:
+    """AND the acknowledgement tokens of write contexts ``acks`` in ``actor``; returns the root (node, port)."""
+    return _tree(g, actor, [(a, "ack") for a in acks], "and", "token", prefix, lanes=1, integer=True)
 
 
 def merge_parallel_accesses(g: DataflowGraph) -> list[tuple[str, str, int]]:
@@ -242,21 +257,8 @@ def _replicate_memory(g: DataflowGraph, m: str, copies: int) -> None:
             copies_ctx.append(cname)
         for e in acks:
             actor = g.node(e.dst).attrs["actor"]
-            level = list(copies_ctx)
-            k = 0
-            while len(level) > 1:
-                nxt = []
-                for i in range(0, len(level) - 1, 2):
-                    o = _add_op(g, actor, f"{actor}.copyand.{ctx.name}.{k}", "and", lanes=1, integer=True)
-                    k += 1
-                    for src in (level[i], level[i + 1]):
-                        _edge(g, src, o, "token", src_port="ack" if src in copies_ctx else "out")
-                    nxt.append(o)
-                if len(level) % 2:
-                    nxt.append(level[-1])
-                level = nxt
-            _edge(g, level[0], e.dst, "token", src_port="ack" if level[0] in copies_ctx else "out",
-                  dst_port=e.dst_port)
+            root, port = _and_tree(g, actor, copies_ctx, f"{actor}.copyand.{ctx.name}.")
+            _edge(g, root, e.dst, "token", src_port=port, dst_port=e.dst_port)
         g.remove_node(ctx.name)
     g.remove_node(m)
 
@@ -314,21 +316,10 @@ def _shard_read(g: DataflowGraph, shard: Shard, ctx: str, actors: dict) -> None:
             sh = _add_op(g, actor, f"{actor}.unshuffle.{ctx}.{s}", "shuffle", lanes=lanes, integer=False)
             _edge(g, part_ctx, sh, data_kind, src_port="data", src_every=int(edges[0].attrs.get("src_every", 1)),
                   dst_every=int(edges[0].attrs.get("dst_every", 1)))
-            level.append(sh)
-        k = 0
-        while len(level) > 1:
-            nxt = []
-            for i in range(0, len(level) - 1, 2):
-                o = _add_op(g, actor, f"{actor}.or.{ctx}.{k}", "or", lanes=lanes, integer=False)
-                k += 1
-                _edge(g, level[i], o, data_kind)
-                _edge(g, level[i + 1], o, data_kind)
-                nxt.append(o)
-            if len(level) % 2:
-                nxt.append(level[-1])
-            level = nxt
+            level.append((sh, "out"))
+        root, port = _tree(g, actor, level, "or", data_kind, f"{actor}.or.{ctx}.", lanes=lanes, integer=False)
         for e in edges:
-            _edge(g, level[0], e.dst, data_kind, dst_port=e.dst_port)
+            _edge(g, root, e.dst, data_kind, src_port=port, dst_port=e.dst_port)
     g.remove_node(ctx)
 
 
@@ -354,24 +345,6 @@ def _shard_write(g: DataflowGraph, shard: Shard, ctx: str, actors: dict) -> None
     ack_edges = g.out_edges(ctx)
     for e in ack_edges:  # the response actor ANDs the partitions' acknowledgements
         actor = g.node(e.dst).attrs["actor"]
-        level = list(acks)
-        k = 0
-        first = True
-        while len(level) > 1 or first:
-            first = False
-            nxt = []
-            pairs = [(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-            for a, b in pairs:
-                while f"{actor}.ackand.{k}" in g:  # the actor ANDs the acks of another write too (unrolled copies)
-                    k += 1
-                o = _add_op(g, actor, f"{actor}.ackand.{k}", "and", lanes=1, integer=True)
-                k += 1
-                _edge(g, a, o, "token", src_port="ack" if a in acks else "out")
-                _edge(g, b, o, "token", src_port="ack" if b in acks else "out")
-                nxt.append(o)
-            if len(level) % 2:
-                nxt.append(level[-1])
-            level = nxt
-        last = level[0]
-        _edge(g, last, e.dst, "token", src_port="ack" if last in acks else "out", dst_port=e.dst_port)
+        root, port = _and_tree(g, actor, acks, f"{actor}.ackand.")
+        _edge(g, root, e.dst, "token", src_port=port, dst_port=e.dst_port)
     g.remove_node(ctx)
