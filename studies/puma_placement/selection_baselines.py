@@ -16,6 +16,7 @@ import argparse
 
 import pandas as pd
 
+from solvermap.hardware.checks.puma_placement import check
 from solvermap.hardware.puma.placement_problem import make_problem, objective
 from solvermap.hardware.targets import load_target
 from solvermap.mappers.puma.baselines import BASELINES
@@ -37,6 +38,8 @@ def main() -> None:
         for label in ("row_major", "col_major", "min_cut"):
             given = BASELINES[label](problem)
             chosen, details = select(problem, given, int(UNITS * RESERVATIONS_PER_UNIT))
+            report = check(problem, chosen)  # the independent checker, as the study's own placements
+            assert report.ok, f"{name} {label}: {report.violations[:3]}"
             rows.append({"workload": name, "method": label, "hop_weighted_bytes": objective(problem, given),
                          "selected_hop_weighted_bytes": objective(problem, chosen),
                          "interval_s": details["given_interval_s"], "selected_interval_s": details["interval_s"],
