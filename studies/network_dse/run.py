@@ -65,7 +65,12 @@ changes):
 - window: 4096 firings (``--window`` sets another). The window check of a two-app pilot (dotproduct, tpchq6)
   at 1024 moved the perf ratios by 6 %: the congested dynamic designs, which are the per-app worst, gain 6–7 %
   cycles from 1024 to 2048 firings, and the gain halves with each doubling (below 2 % from 4096 to 8192).
-- ``--par-factors 1,2`` (default): pars = factor × the app's default par, capped by ``PAR_LIMIT``;
+- ``--par-factors``: pars = factor × the app's default par, capped by ``PAR_LIMIT``; default 1,2, and 1,2,4 at
+  seed scale, where the seed lets each network take the parallelization that fits it (L445: "low-bandwidth
+  networks perform best with small unrolling factors"; L443: "more bandwidth permits a higher parallelization
+  factor"). A gemm pilot at seed scale (7 named designs, pars 4/8/16, study README) shows what two pars cut
+  off: on the time-scheduled CGRA every static and hybrid design runs 4× faster at par 16 than at par 4 with
+  under 1 % overhead, while D-x0-v2-f128-b3, the app's worst, maps only at par 4;
   ``--designs L1,L2``: only these designs of the scale (a subset for a window check or a split run).
 """
 
@@ -147,6 +152,7 @@ class Scale:
     share_solves: bool
     out: Path
     window: int  # simulation window: firings of the busiest unit
+    par_factors: tuple[int, ...] = (1, 2)  # pars = factor x the app's default par, capped by PAR_LIMIT
 
     @property
     def tag(self) -> str:
@@ -179,7 +185,7 @@ def scale_of(name: str) -> Scale:
     grid = seed_grid()
     designs = [(label, execution, preset, o) for execution in ("pipelined", "time_scheduled")
                for label, preset, o in grid]
-    return Scale("seed", SEED_ARRAY, designs, True, HERE / "results_seed", 4096)
+    return Scale("seed", SEED_ARRAY, designs, True, HERE / "results_seed", 4096, (1, 2, 4))
 
 
 COLUMNS = [  # one fixed order for every appended row, whatever the row's outcome
@@ -217,15 +223,17 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
     unknown = [a for a in args.apps.split(",") if a not in PAR_LIMIT]
     if unknown:
         parser.error(f"--apps: unknown app {unknown[0]!r}; choose from {', '.join(APPS)}")
-    try:
-        factors = tuple(int(f) for f in args.par_factors.split(","))
-    except ValueError:
-        factors = ()
-    if not factors or min(factors) < 1:
-        parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
+    scale = scale_of(args.scale)
+    factors = scale.par_factors
+    if args.par_factors is not None:
+        try:
+            factors = tuple(int(f) for f in args.par_factors.split(","))
+        except ValueError:
+            factors = ()
+        if not factors or min(factors) < 1:
+            parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
     if args.window is not None and args.window < 1:
         parser.error(f"--window: {args.window} is not a positive number of firings")
-    scale = scale_of(args.scale)
     if args.window is not None:
         scale = dataclasses.replace(scale, window=args.window)
     if args.designs:
@@ -598,7 +606,8 @@ def main() -> None:
     parser.add_argument("--analyse-only", action="store_true")
     parser.add_argument("--scale", choices=("default", "seed"), default="default",
                         help="seed: the 14x14 array and the Table 3.2 grid (module docstring)")
-    parser.add_argument("--par-factors", default="1,2", help="pars = factor x the app's default par (capped)")
+    parser.add_argument("--par-factors", default=None,
+                        help="pars = factor x the app's default par (capped); default 1,2 (seed scale: 1,2,4)")
     parser.add_argument("--normalise", default="worst", help="worst (L400) or a design label to divide by")
     parser.add_argument("--window-check", action="store_true", help="also simulate at 2 x --window; window_check.csv")
     parser.add_argument("--designs", default=None, help="only these design labels of the scale (comma-separated)")

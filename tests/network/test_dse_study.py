@@ -150,3 +150,12 @@ def test_designs_cuts_the_scale_to_the_named_labels_in_both_classes():
         ("S-x1-db", "pipelined"), ("D-x0-v4-f512-b3", "pipelined"),
         ("S-x1-db", "time_scheduled"), ("D-x0-v4-f512-b3", "time_scheduled")]
     assert scale.window == 4096 and factors == (1, 2) and reference is None
+
+
+def test_the_seed_scale_runs_four_times_the_default_par_unless_par_factors_says_otherwise():
+    parser = run.argparse.ArgumentParser()
+    args = run.argparse.Namespace(apps="gemm", par_factors=None, window=None, scale="seed", normalise="worst",
+                                  designs=None)
+    assert run.checked(parser, args)[1] == (1, 2, 4)
+    assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "scale": "default"}))[1] == (1, 2)
+    assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "par_factors": "1,2"}))[1] == (1, 2)
