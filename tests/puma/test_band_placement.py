@@ -16,8 +16,10 @@ FAST = {"screen": 6, "moves": 3_000}
 
 
 @pytest.fixture(scope="module")
-def problems(small_models, puma_small):
-    return {name: make_problem(small_models[name][2], puma_small) for name in ("mlp", "lstm_lm")}
+def problems(puma_small):
+    from .conftest import prepared
+
+    return {name: make_problem(prepared(name, puma_small)[2], puma_small) for name in ("mlp", "lstm_lm")}
 
 
 @pytest.mark.parametrize("name", ["mlp", "lstm_lm"])
@@ -66,6 +68,7 @@ def test_large_path_solve_is_never_worse_than_its_band_start(problems, name, lar
     expected, heights = bands.band_placement(problem, **FAST)
     assert band["used"] and band["heights"] == list(heights)
     assert band["hop_bytes"] == hop_weighted_bytes(problem, expected)
+    assert solved.details["lns"]["start_hop_bytes"] <= band["hop_bytes"] + 1e-9  # the LNS starts from the best start
     assert hop_weighted_bytes(problem, solved.decision) <= band["hop_bytes"] + 1e-9
     assert "stage_a" not in solved.details  # the exact stages were skipped
 
