@@ -27,7 +27,7 @@ per-destination-site dedup), so PUMA adds no model of its own. K = the compiler'
     A+B in one model: blocks → positions among the ``joint_candidates`` positions nearest the I/O router.
 LNS  (``lns_share`` of the time, unless A's bound already proves the start optimal) on the joint model
     blocks → positions with the full hop-weighted objective (:func:`shared.improve`): a short run from
-    each distinct portfolio start and the hint, the best continued with sweeps over every pair of tiles
+    each distinct start (portfolio, hint, band start), the best continued with sweeps over every pair of tiles
     sharing traffic first (``sweep_pairs``); then B re-solved on the final tiles.
 C   per tile: its blocks → M cores (capacity N MVMUs; objective = bytes loaded by cores other than the
     producer's, + λ · max core ALU work), warm-started from the hint's cores or first-free; the
