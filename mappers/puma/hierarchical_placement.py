@@ -7,7 +7,14 @@ per-destination-site dedup), so PUMA adds no model of its own. K = the compiler'
 
 0  *start*: the best of the hint (best baseline) and the layer-order portfolio — blocks filled
    sequentially as the compiler fills them, each layer row- or column-major, all 2^L combinations
-   scored (:func:`_layer_order_portfolio`; all-row and all-column are the compiler's baselines).
+   scored (:func:`_layer_order_portfolio`; all-row and all-column are the compiler's baselines) — and,
+   on instances of more than ``EXACT_STAGES_MAX_BLOCKS`` blocks (where stages A/B are skipped), the
+   row-band placement of :mod:`.band_placement` (each layer's rows cut into bands, band heights ranked by
+   message bytes, tile positions annealed on traffic × hops; it uses the minimum tiles, so ≤ K). The
+   starts are ranked by hop-weighted bytes; the best is the LNS's start and the others its ``others``
+   (``details["band_start"]``: heights, hop-weighted bytes). The band construction's work is fixed
+   (height combinations, annealing proposals, seeds) and not charged to the Budget, like the portfolio's
+   scoring: it never reads the clock, so it repeats exactly, and the stages keep the same work budget.
 ``hierarchical`` (default; top-down, the seed's "alternative" of L177–L179), on instances of at most
 ``EXACT_STAGES_MAX_BLOCKS`` blocks:
     A  blocks → K virtual tiles (capacity N·M MVMUs each; uniform distance, so the objective is the
@@ -20,7 +27,7 @@ per-destination-site dedup), so PUMA adds no model of its own. K = the compiler'
     A+B in one model: blocks → positions among the ``joint_candidates`` positions nearest the I/O router.
 LNS  (``lns_share`` of the time, unless A's bound already proves the start optimal) on the joint model
     blocks → positions with the full hop-weighted objective (:func:`shared.improve`): a short run from
-    each distinct portfolio start and the hint, the best continued with sweeps over every pair of tiles
+    each distinct start (portfolio, hint, band start), the best continued with sweeps over every pair of tiles
     sharing traffic first (``sweep_pairs``); then B re-solved on the final tiles.
 C   per tile: its blocks → M cores (capacity N MVMUs; objective = bytes loaded by cores other than the
     producer's, + λ · max core ALU work), warm-started from the hint's cores or first-free; the
@@ -221,10 +228,18 @@ def solve(problem: PumaPlacementProblem, config: SolverConfig, hint: PumaPlaceme
         details["portfolio"] = {"orders": [c for _, c in portfolio], "hop_bytes": [hop_weighted_bytes(problem, p) for p, _ in portfolio]}
     if hint is not None and len({s.tile for s in hint.slots.values()}) <= k:
         starts.append(hint)
+    exact_stages = len(problem.partition.blocks) <= EXACT_STAGES_MAX_BLOCKS or lns == 0
+    if not exact_stages:  # large instance: the row-band construction joins the start pool (fixed work, not charged)
+        from solvermap.mappers.puma import band_placement as bands
+
+        band, heights = bands.band_placement(problem, bands.SCREEN, bands.MOVES)
+        if band.tiles_used() <= k:
+            starts.append(band)
+        details["band_start"] = {"heights": list(heights), "hop_bytes": hop_weighted_bytes(problem, band),
+                                 "tiles": band.tiles_used(), "used": band.tiles_used() <= k}
     starts.sort(key=lambda p: hop_weighted_bytes(problem, p))
     hint = starts[0] if starts else hint
     tile_of, bound = None, 0.0
-    exact_stages = len(problem.partition.blocks) <= EXACT_STAGES_MAX_BLOCKS or lns == 0
     share = 0.15 if lns else max(0.1, 0.9 - problem.bound_share)
     if problem.variant == "joint" and exact_stages:
         tile_of, bound = _joint(problem, config, hint, k, records, details, clock, share)

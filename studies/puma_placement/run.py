@@ -3,7 +3,8 @@
 For every workload (mlp_l4, mlp_l5, lstm_lm, lenet, vgg on the ``puma`` preset, no layer replication):
 the four baselines (row-major, col-major, random, KaHIP min-cut; identity placement) and the solver
 (:mod:`solvermap.mappers.puma.hierarchical_placement`: layer-order portfolio, exact tile grouping and
-positions on small instances, multi-start LNS over the shared placement model, core stage, stage D's
+positions on small instances, the row-band start on large ones (``band_start``, ``band_heights``; the
+LNS's start ``lns_start``), multi-start LNS over the shared placement model, core stage, stage D's
 selection by simulation among placements with no more bytes; CP-SAT, warm-started from the best
 baseline) are scored on hop-weighted bytes (partial sums along the public
 compiler's reduction chains, one send per destination tile), bytes per level (store / load / send),
@@ -91,6 +92,9 @@ def placement_rows(name: str, spec, time_limit: float, variant: str) -> tuple[li
                  "bound_messages": certified.get("messages"), "bound_crossings": certified.get("crossings"),
                  "bound_stage_a": solved.details.get("stage_a_bound"),
                  "portfolio_start": (solved.details.get("portfolio") or {}).get("hop_bytes", [None])[0],
+                 "band_start": (solved.details.get("band_start") or {}).get("hop_bytes"),
+                 "band_heights": "/".join(map(str, (solved.details.get("band_start") or {}).get("heights", []))) or None,
+                 "lns_start": lns.get("start_hop_bytes"),
                  "lns_rounds": lns.get("rounds"), "lns_improvements": lns.get("improvements"),
                  "search_interval_s": selection.get("given_interval_s"), "search_latency_s": selection.get("given_latency_s"),
                  "selection_start": selection.get("start"), "selection_simulations": selection.get("simulations"),
