@@ -13,7 +13,11 @@ What it minimises, in two steps (a heuristic: no optimality claim, no bound):
 
 1. *band heights*: every combination of per-layer heights is ranked by the **message bytes** of its tile
    grouping (one message per value and destination tile other than its source's, I/O tiles included); the
-   :data:`SCREEN` combinations with the fewest are kept.
+   :data:`SCREEN` combinations with the fewest are kept. The combinations grow as (heights per layer) ^
+   layers, so above :data:`MAX_COMBINATIONS` (a deep network: 20 layers of 16 block rows are 8^20) only the
+   combinations met by a per-layer descent are ranked — from the shortest bands, each layer in turn takes
+   the height with the fewest message bytes given the others, for at most :data:`DESCENT_PASSES` passes
+   over the layers or until a pass changes nothing (at most passes × Σ heights per layer evaluations).
 2. *tile positions*: the tiles of each kept grouping are placed on the node's compute positions by
    simulated annealing on **Σ tile-to-tile traffic × hops** (hops = 1 + Manhattan distance between the
    routers; the I/O tiles are fixed), which is the placement's hop-weighted bytes for that grouping. Each
@@ -40,6 +44,8 @@ HEIGHTS = (1, 2, 4, 6, 8, 12, 16, 24, 32)  # band heights tried per layer (rows 
 SCREEN = 40  # height combinations (fewest message bytes) whose tile positions are annealed
 MOVES = 150_000  # annealing proposals of the final runs (the screen's runs: MOVES / 7.5)
 FINAL_SEEDS = (2, 3, 4, 5)  # seeds of the final annealing runs (the screen uses seed 1)
+MAX_COMBINATIONS = 10_000  # height combinations enumerated at most (the study's largest, mlp_l5: 2,240) ...
+DESCENT_PASSES = 4  # ... above it, passes of the per-layer descent at most
 
 
 def band_order(problem: PumaPlacementProblem, heights: tuple[int, ...]) -> list[str]:
@@ -123,24 +129,51 @@ def as_placement(problem: PumaPlacementProblem, tile_of: dict[str, int], positio
 
 def band_placement(problem: PumaPlacementProblem, screen: int = SCREEN, moves: int = MOVES) -> tuple[PumaPlacement, tuple[int, ...]]:
     """The best row-band placement and its band heights (one per layer grid): every combination of heights
-    ranked by message bytes, the ``screen`` fewest annealed briefly (``moves`` / 7.5 proposals, seed 1), the
+    (above :data:`MAX_COMBINATIONS`, those the per-layer descent meets) ranked by message bytes, the ``screen`` fewest annealed briefly (``moves`` / 7.5 proposals, seed 1), the
     best of them annealed longer (``moves`` proposals, seeds :data:`FINAL_SEEDS`); fewest hop-weighted bytes
     wins, ties by heights. Uses :meth:`min_tiles` tiles."""
     st = placement_bounds.structure(problem)
     cap = problem.blocks_per_tile
     tiles = problem.min_tiles()
     choices = [[h for h in HEIGHTS if h <= len(g.rows)] or [1] for g in st.grids]
-    ranked = []
-    for heights in itertools.product(*choices):
+
+    def grouping(heights: tuple[int, ...]) -> tuple[dict[str, int], np.ndarray]:
         tile_of = {name: i // cap for i, name in enumerate(band_order(problem, heights))}
-        traffic = tile_traffic(problem, tile_of, tiles)
-        ranked.append((float(traffic.sum()), heights, tile_of, traffic))
-    ranked.sort(key=lambda r: (r[0], r[1]))
+        return tile_of, tile_traffic(problem, tile_of, tiles)
+
+    ranked = sorted((messages, heights) for heights, messages in _ranked_heights(choices, lambda h: float(grouping(h)[1].sum())).items())
     best = None
-    for _, heights, tile_of, traffic in ranked[:screen]:
+    for _, heights in ranked[:screen]:
+        tile_of, traffic = grouping(heights)
         value = hop_weighted_bytes(problem, as_placement(problem, tile_of, anneal_positions(problem, traffic, tiles, 1, int(moves / 7.5))))
         if best is None or value < best[0]:
             best = (value, heights, tile_of, traffic)
     _, heights, tile_of, traffic = best
     placements = [as_placement(problem, tile_of, anneal_positions(problem, traffic, tiles, seed, moves)) for seed in FINAL_SEEDS]
     return min(placements, key=lambda p: hop_weighted_bytes(problem, p)), heights
+
+
+def _ranked_heights(choices: list[list[int]], messages) -> dict[tuple[int, ...], float]:
+    """Message bytes of every height combination, or (more than :data:`MAX_COMBINATIONS`) of those the
+    per-layer descent meets (module docstring, step 1)."""
+    if math.prod(len(c) for c in choices) <= MAX_COMBINATIONS:
+        return {heights: messages(heights) for heights in itertools.product(*choices)}
+    seen: dict[tuple[int, ...], float] = {}
+
+    def value(heights: tuple[int, ...]) -> float:
+        if heights not in seen:
+            seen[heights] = messages(heights)
+        return seen[heights]
+
+    current = tuple(c[0] for c in choices)
+    value(current)
+    for _ in range(DESCENT_PASSES):
+        changed = False
+        for g, options in enumerate(choices):
+            trials = [current[:g] + (h,) + current[g + 1:] for h in options]
+            chosen = min(trials, key=lambda t: (value(t), t))
+            changed = changed or chosen != current
+            current = chosen
+        if not changed:
+            break
+    return seen

@@ -77,3 +77,18 @@ def test_small_path_has_no_band_start(problems):
     problem = problems["mlp"]
     solved = hierarchical_placement.solve(problem, SolverConfig(backend="cpsat", time_limit_s=3), BASELINES["row_major"](problem))
     assert "band_start" not in solved.details and "stage_a" in solved.details
+
+
+def test_deep_networks_rank_only_the_combinations_the_per_layer_descent_meets(problems, monkeypatch):
+    """Above MAX_COMBINATIONS the heights are not enumerated (8^20 for 20 layers of 16 block rows): the
+    descent evaluates at most passes x sum of heights per layer, and the result is still a valid placement."""
+    problem = problems["lstm_lm"]
+    choices = [[1, 2, 4, 8]] * 20
+    evaluated = []
+    seen = bands._ranked_heights(choices, lambda h: evaluated.append(h) or float(sum((g + 1) * abs(x - 4) for g, x in enumerate(h))))
+    assert len(evaluated) == len(set(evaluated)) == len(seen) <= bands.DESCENT_PASSES * sum(map(len, choices))
+    assert min(seen, key=seen.get) == (4,) * 20  # the descent reaches the separable minimum
+    monkeypatch.setattr(bands, "MAX_COMBINATIONS", 1)
+    placement, heights = bands.band_placement(problem, **FAST)
+    assert check(problem, placement).ok
+    assert placement.tiles_used() <= problem.min_tiles() + problem.extra_tiles
