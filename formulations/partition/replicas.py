@@ -32,6 +32,16 @@ Shares    the same restriction with other weights (a dual-feasible function of t
           the full one) with the same retiming: when no partition of the copy runs without retiming
           (:func:`~.two_phase.needs_retiming`), its optimum is at least its no-retiming optimum + w_ret. Neither relaxation dominates: light is exact when every part is heavy
           (lattice: 3 inputs per bin), shares when small parts are what mixing copies would use.
+Arity     the same restriction weighed by the limited link kind κ instead of a resource: a part with a inputs
+          and b outputs of κ that can share (a < In, b < Out, every sum resource within C_r − d_r) weighs
+          (a / In + b / Out) / 2, the mean of its input and its output share; any other part 1 (it shares with
+          no part: every part has ≥ 1 input and ≥ 1 output of κ, and ≥ d_r of r). The parts of one bin use at
+          most In inputs and Out outputs in all, so their weights add up to at most 1 — for any number of copies
+          (the shares of stages and of arity are both dual-feasible, their mean too). Copy j's parts, each a bin
+          of its cheapest type ("a-in b-out": a inputs, b outputs, C − d, at that cost), are a solution of
+          copy 0's relaxation — :func:`arity_relaxation`; k × its optimum bounds the whole. It prices a part by
+          its arity where the shares relaxation prices it by its stages: a one-stage part with two inputs
+          weighs ½ here, ⅙ there.
           Conditions (else no bound): one bin type with no count; one kind κ limited on both sides over the
           copies' data links; no traffic weight; no fixed delays; every item reads and sends a forward value.
 """
@@ -212,6 +222,24 @@ def share_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProb
                               {**full.outputs, kind: full.outputs[kind] - 1}, None, u / cap)
                       for u in range(1, int(shared[resource]) + 1)]
     return dataclasses.replace(copy, bin_types=tuple(types), name=f"{problem.name}[share relaxation]")
+
+
+def arity_relaxation(problem: PartitionProblem, copies: Copies) -> PartitionProblem | None:
+    """Copy 0 in which a part that can share its bin costs the mean of its input and output shares of the
+    limited kind κ (module docstring, "Arity"): bin types "a-in b-out" (a of In − 1 … 1 inputs, b of
+    Out − 1 … 1 outputs of κ, C − d of every sum resource, cost (a / In + b / Out) / 2) beside the full type.
+    None when the conditions do not hold. k × its optimum bounds the whole."""
+    found = _relaxable(problem, copies)
+    if found is None:
+        return None
+    copy, full, kind = found
+    inputs, outputs = full.inputs[kind], full.outputs[kind]
+    shared = _shared_capacity(copy, full)
+    types = [full] + [BinType(f"{full.name}-{a}in{b}out", shared, dict(full.reduction),
+                              {**full.inputs, kind: a}, {**full.outputs, kind: b}, None,
+                              (a / inputs + b / outputs) / 2)
+                      for a in range(1, inputs) for b in range(1, outputs)]
+    return dataclasses.replace(copy, bin_types=tuple(types), name=f"{problem.name}[arity relaxation]")
 
 
 def retyped(problem: PartitionProblem, decision: PartitionDecision) -> PartitionDecision:

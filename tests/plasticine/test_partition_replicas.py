@@ -1,6 +1,6 @@
 """Replicated clusters (formulations/partition/replicas.py): copies found, one copy's solution copied, and
 k × the light and the shares relaxation's bounds never above the enumerated optimum of the whole, on two
-backends, also where mixing copies in one bin beats k × the copy's optimum."""
+backends, also where mixing copies in one bin beats k × the copy's optimum; the arity relaxation's the same way."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 
 from solvermap.formulations import partition as formulation
 from solvermap.formulations.partition import strategy
-from solvermap.formulations.partition.replicas import find_copies, light_relaxation, replicate, share_relaxation
+from solvermap.formulations.partition.replicas import (
+    arity_relaxation,
+    find_copies,
+    integral,
+    light_relaxation,
+    replicate,
+    share_relaxation,
+)
 from solvermap.formulations.partition.two_phase import needs_retiming
 from solvermap.formulations.problems.partition import BinType, Item, Link, PartitionProblem, Retiming, objective
 from solvermap.formulations.solver import SolverConfig
@@ -186,4 +193,67 @@ def test_share_relaxation_counting_the_copy_s_retiming_stays_below_the_optimum(b
     least, _ = needs_retiming(problem.subproblem(copies.names[0]), config, None)
     assert least == 1
     bound = strategy.solve_one(share_relaxation(problem, copies), config, None, "ours", False, least_retiming=least)
+    assert 2 * bound.result.bound <= optimum(problem) + 1e-9
+
+
+def singles(copies: int, inputs: int = 1, outputs: int = 1) -> PartitionProblem:
+    """Copies of one one-stage item reading ``inputs`` external values and sending ``outputs``."""
+    items, links = [], []
+    for c in range(copies):
+        items.append(Item(f"a@{c}", {"stages": 1}))
+        links += [Link(f"in{k}@{c}", f"a@{c}", kind="vector") for k in range(inputs)]
+        links += [Link(f"a@{c}", f"out{k}@{c}", src_port=f"p{k}", kind="vector") for k in range(outputs)]
+    return PartitionProblem(tuple(items), (PCU,), tuple(links), acyclic=True, name=f"singles{inputs}x{outputs}")
+
+
+def test_arity_relaxation_charges_a_sharing_part_the_mean_of_its_arity_shares():
+    """Types: the full PCU at cost 1, then a = 1, 2 inputs × b = 1, 2 outputs (of 3) at (a/3 + b/3)/2, with
+    4 − the least demand 1 stages."""
+    relaxed = arity_relaxation(small_pairs(2), find_copies(small_pairs(2)))
+    assert relaxed.bin_types[0] == PCU
+    assert [(t.inputs["vector"], t.outputs["vector"], t.capacity["stages"], t.cost) for t in relaxed.bin_types[1:]] == \
+        [(1, 1, 3.0, pytest.approx(1 / 3)), (1, 2, 3.0, pytest.approx(0.5)), (2, 1, 3.0, pytest.approx(0.5)),
+         (2, 2, 3.0, pytest.approx(2 / 3))]
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_arity_relaxation_bound_is_exact_where_three_copies_share_a_bin(backend):
+    """Three one-input, one-output copies fill the PCU's three inputs together: k × ⅓ = the optimum 1, which
+    neither the light relaxation (0) nor the shares relaxation (3 × ¼) reaches."""
+    problem = singles(3)
+    relaxed = arity_relaxation(problem, find_copies(problem))
+    bound = formulation.solve(relaxed, SolverConfig(backend=backend, time_limit_s=10)).result.bound
+    assert optimum(problem) == 1
+    assert 3 * bound == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_arity_relaxation_prices_arity_where_the_shares_relaxation_prices_stages(backend):
+    """One-stage copies with two inputs never share a PCU (3 inputs): the arity relaxation bounds three copies
+    at 3 × ½ → 2, the shares relaxation at 3 × ¼ → 1; both at most the enumerated optimum 3."""
+    problem = singles(3, inputs=2)
+    copies = find_copies(problem)
+    config = SolverConfig(backend=backend, time_limit_s=10)
+    by_arity = integral(problem, 3 * formulation.solve(arity_relaxation(problem, copies), config).result.bound)
+    by_stages = integral(problem, 3 * formulation.solve(share_relaxation(problem, copies), config).result.bound)
+    assert (by_arity, by_stages, optimum(problem)) == (2, 1, 3)
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+@pytest.mark.parametrize("seed,copies,n", [(1, 2, 3), (2, 2, 3), (3, 3, 2), (4, 3, 2)])
+def test_arity_relaxation_bound_is_at_most_the_enumerated_optimum(seed, copies, n, backend):
+    problem = replicated(seed, copies, n)
+    relaxed = arity_relaxation(problem, find_copies(problem))
+    assert relaxed is not None
+    bound = formulation.solve(relaxed, SolverConfig(backend=backend, time_limit_s=10)).result.bound
+    assert copies * bound <= optimum(problem) + 1e-9
+
+
+@pytest.mark.parametrize("backend", milp_backends("cpsat", "highs"))
+def test_arity_relaxation_bound_holds_with_retiming(backend):
+    problem = skip_pair(2)
+    copies = find_copies(problem)
+    config = SolverConfig(backend=backend, time_limit_s=10)
+    least, _ = needs_retiming(problem.subproblem(copies.names[0]), config, None)
+    bound = strategy.solve_one(arity_relaxation(problem, copies), config, None, "ours", False, least_retiming=least)
     assert 2 * bound.result.bound <= optimum(problem) + 1e-9
