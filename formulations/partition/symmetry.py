@@ -47,9 +47,10 @@ copies of a 20-item body sharing 7 items; with the inert loop token left out G h
 reverse topological order, 33 in topological order, found in about 0.5 s): the no-retiming slot model
 from the heuristic's 21 bins proves 17 bins optimal in 3.8 work units with the breaking, 16.2 without;
 but the cluster's strategy (two phases, 115 units) stays at 18 bins either way (item order topological
-or reversed), and the zero-retiming model on 17 slots without a warm start finds no solution within 100
-units, neither without breaking nor with the 17 pairs of a first version (token kept, external ends
-fixed). Not checked on the other study rows yet.
+or reversed), and the zero-retiming model on 17 slots finds no solution within 100 units: without a warm
+start neither without breaking nor with the 17 pairs of a first version (token kept, external ends fixed),
+warm-started from the no-retiming 17-bin partition (16 retiming VBs when scheduled) neither with nor
+without this breaking. Not checked on the other study rows yet.
 """
 
 from __future__ import annotations
