@@ -18,7 +18,10 @@ Minimise  w_bins Σ κ_τ w[b,τ] + w_ret Σ r[g,b] + w_traf Σ traffic_g y[g,b]
 s.t.      assignment        Σ_b x[i,b] = 1
           bin-type          x[i,b] ≤ Σ_{τ∈F(i)} w[b,τ];  Σ_τ w[b,τ] ≤ 1
           symmetry          slots used as a prefix: Σ_τ w[b,τ] ≥ Σ_τ w[b+1,τ] (not in a neighbourhood);
-                            without acyclicity the representative rule x[i,b] = 0 for b > rank(i)
+                            without acyclicity the representative rule x[i,b] = 0 for b > rank(i);
+                            acyclic, between interchangeable items (:mod:`.symmetry`: automorphisms of
+                            the labelled item graph): a[j,b] ≤ a[i,b] per pair (i, j) (slot of i ≤ slot
+                            of j; not with a window or a neighbourhood)
           capacity          Σ_i c[i,r] x[i,b] ≤ Σ_τ C[τ,r] w[b,τ]      (sum resources; max resources
                             are exactly the feasibility F(i), Table 4.4's r = max)
           type-count        Σ_b w[b,τ] ≤ n_τ
@@ -54,6 +57,8 @@ from typing import Any
 import networkx as nx
 
 from solvermap.formulations.partition.bounds import LowerBound, chain_counts, lower_bound, sum_resources
+from solvermap.formulations.partition.symmetry import Symmetry, symmetry
+from solvermap.formulations.partition.symmetry import canonical as canonical_items
 from solvermap.formulations.problems.partition import (
     BinType,
     PartitionDecision,
@@ -93,6 +98,7 @@ class PartitionModel:
     a: dict[tuple[str, int], Any] = field(default_factory=dict)  # prefix "item in a slot ≤ b" (acyclic)
     y: dict[tuple[tuple[str, str], int], Any] = field(default_factory=dict)  # value enters bin
     z: dict[tuple[tuple[str, str], int], Any] = field(default_factory=dict)  # value leaves bin
+    symmetry: Symmetry | None = None  # interchangeable items ordered by slot (:mod:`.symmetry`)
 
 
 def item_order(problem: PartitionProblem) -> list[str]:
@@ -165,6 +171,9 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     types = list(problem.bin_types)
     S = slots if slots is not None else slot_count(problem, hint)
     canonical = canonical_hint(problem, hint, order) if hint is not None else None
+    symmetric = symmetry(problem, order) if window is None and free is None else None
+    if symmetric is not None and canonical is not None:
+        canonical = canonical_items(problem, symmetric, canonical)  # the warm start obeys the breaking
     model = PartitionModel(ModelBuilder(f"partition:{problem.name}"), problem, order, S, types, {}, {},
                            bound=_bound(problem, order, min_bins))
     model.feasible = {n: [k for k, t in enumerate(types) if t in problem.feasible_types(n)] for n in order}
@@ -181,6 +190,8 @@ def build(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecisi
     _add_cluster(model)
     _add_arity(model, groups)
     _add_order(model)
+    if symmetric is not None:
+        _add_item_symmetry(model, symmetric)
     retime_cost = _add_retiming(model, groups, zero=max_retiming == 0) if problem.retiming is not None else []
     _add_lower_bound(model)
     _add_retiming_caps(model, retime_cost, max_retiming, min_retiming)
@@ -383,6 +394,22 @@ def _add_order(model: PartitionModel) -> None:
             if isinstance(lhs, int) and lhs == 0:
                 continue
             m.add(_expr(lhs) <= _expr(rhs), "order", f"{s}->{d},{b}")
+
+
+def _add_item_symmetry(model: PartitionModel, sym: Symmetry) -> None:
+    """symmetry (items) a[j,b] ≤ a[i,b] per pair (i, j) of :mod:`.symmetry` (the slot of i ≤ the slot of j)."""
+    m, dom, a, S = model.builder, model.dom, model.a, model.slots
+    model.symmetry = sym
+    for i, j in sym.pairs:
+        for b in range(S):
+            lhs, rhs = _prefix(a, dom, j, b), _prefix(a, dom, i, b)
+            if isinstance(lhs, int) and isinstance(rhs, int):
+                if lhs > rhs:
+                    m.add(linear_sum([]) >= 1, "symmetry", f"{i}<={j},{b}")  # impossible by the domains
+                continue
+            if (isinstance(rhs, int) and rhs == 1) or (isinstance(lhs, int) and lhs == 0):
+                continue
+            m.add(_expr(lhs) <= _expr(rhs), "symmetry", f"{i}<={j},{b}")
 
 
 def _add_lower_bound(model: PartitionModel) -> None:
