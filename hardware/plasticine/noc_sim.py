@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from solvermap.formulations.problems.routing import children, sink_depths
 from solvermap.hardware.plasticine import dataflow_sim
 from solvermap.hardware.plasticine.dataflow_sim import (Channel, SimGraph, Unit, _blocked, _close, _extrapolate,
-                                                        _inputs_ready, _pipeline_latency, _rates, _scaled)
+                                                        _pipeline_latency, _rates, _scaled)
 
 Node = tuple[int, int]
 Link = tuple[Node, Node]
@@ -112,6 +112,13 @@ class NocResult:
                 "blocked": self.blocked[:10], "static_hops": self.static_hops, "dynamic_hops": self.dynamic_hops,
                 "switches_used": self.switches_used, "routers_used": self.routers_used,
                 "max_link_utilization": self.max_link_utilization}
+
+
+def ideal_key(config: NocConfig) -> tuple:
+    """The fields of ``config`` that a run in ideal mode reads: every link is zero-latency with the same buffering
+    (:func:`_link`'s rooms: flow control, skid entries, injection buffer, buffers per VC), no flit is routed, so
+    two ideal runs of one mapping (same graph, nodes, routes, II and window) whose keys agree give one result."""
+    return (config.mode, config.flow_control, config.skid_entries, config.injection_buffer, config.buffers_per_vc)
 
 
 # =========================================================================== separable allocator
@@ -283,6 +290,10 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
     link_flits: dict = {}
 
     done = dict.fromkeys(units, 0)
+    # the input channel a unit's next firing found empty: a queue fills only by an arrival and empties only by
+    # its one consumer's firing, so while it stays empty the unit cannot fire and its other conditions (all
+    # side-effect free) need no look -- the same firings as checking every unit in full on every cycle
+    waiting: dict[str, _Chan | None] = dict.fromkeys(units)
     last_fire: dict[str, int] = {}
     first_fire: dict[str, int] = {}
     pending: dict[int, list[_Chan]] = {}
@@ -402,12 +413,23 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
             k = done[name]
             if k >= firings[name]:
                 continue
+            lacking = waiting[name]
+            if lacking is not None:
+                if not lacking.queue:
+                    continue  # the input its k-th firing found empty still is (see ``waiting``)
+                waiting[name] = None
             step_ii = ii.get(name, 1)
             if step_ii > 1 and name in last_fire and cycle - last_fire[name] < step_ii:
                 continue
             if name in dram_rate and k * units[name].bytes_per_firing > dram_rate[name] * cycle + 1e-9:
                 continue  # the stream's share of the DRAM bandwidth has not yet delivered this request
-            ready = _inputs_ready(inputs[name], k, cycle)
+            ready = True
+            for ch in inputs[name]:  # every input the k-th firing reads holds a token that has arrived
+                if k % ch.dst_every == 0 and (not ch.queue or ch.queue[0] > cycle):
+                    ready = False
+                    if not ch.queue:
+                        waiting[name] = ch
+                    break
             if ready:
                 last = k + 1 == firings[name]
                 sends_dynamic: set[int] = set()

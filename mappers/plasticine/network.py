@@ -586,16 +586,27 @@ def node_of_units(view: NetworkView, placement: Placement) -> dict[str, Node]:
 
 
 def simulate_mapping(view: NetworkView, spec: PlasticineSpec, placement: Placement, routing: RoutingProblem,
-                     routes: Routes, vc: VcAssignment | None, *, window: int = 2048) -> dict[str, Any]:
-    """Co-simulate the routed app on the network and on the ideal network; area, energy (Eq 3.2)."""
+                     routes: Routes, vc: VcAssignment | None, *, window: int = 2048,
+                     ideal_runs: dict | None = None) -> dict[str, Any]:
+    """Co-simulate the routed app on the network and on the ideal network; area, energy (Eq 3.2).
+
+    ``ideal_runs``: a memo of the ideal network's runs for this one mapping (view, placement, routes and VCs),
+    for a caller that simulates the mapping on several designs: designs that differ only in what an ideal run
+    does not read (flit width, hop latencies: :func:`~solvermap.hardware.plasticine.noc_sim.ideal_key`) share
+    one run. Pass a new dict per mapping."""
     from solvermap.hardware.plasticine import network_cost
-    from solvermap.hardware.plasticine.noc_sim import simulate
+    from solvermap.hardware.plasticine.noc_sim import ideal_key, simulate
 
     ii = unit_ii(spec, view.sim, view.pb_type, stages_of(view))
     nodes = node_of_units(view, placement)
     values = routed_values(routing, routes, vc)
     real = simulate(view.sim, nodes, values, noc_config(spec), ii=ii, window=window)
-    ideal = simulate(view.sim, nodes, values, noc_config(spec, ideal=True), ii=ii, window=window)
+    key = (window, tuple(sorted(ii.items())), ideal_key(noc_config(spec, ideal=True)))
+    ideal = ideal_runs.get(key) if ideal_runs is not None else None
+    if ideal is None:
+        ideal = simulate(view.sim, nodes, values, noc_config(spec, ideal=True), ii=ii, window=window)
+        if ideal_runs is not None:
+            ideal_runs[key] = ideal
     # one extrapolation for both runs: the ideal run's cycles are the real run's scaled by the ratio of
     # their simulated windows (both simulate the same scaled firings), so window-scaling noise cannot
     # put the ideal network above the real one

@@ -334,9 +334,9 @@ def sim_columns(sim: dict) -> dict:
 
 def resimulate(ctx: Context, spec, window: int) -> dict:
     """The simulation columns of ``ctx``'s split, routes and VCs on ``spec`` (same placement) at ``window``."""
-    s = ctx.state
+    s = ctx.state  # one solve: its designs share the ideal network's runs where they read the same buffering
     return sim_columns(net.simulate_mapping(s["network.view"], spec, s["place"], s["route.problem"], s["route"],
-                                            s.get("vc"), window=window))
+                                            s.get("vc"), window=window, ideal_runs=s.setdefault("sim.ideal_runs", {})))
 
 
 def finished(csv: Path) -> set[tuple]:

@@ -125,6 +125,15 @@ def test_a_shared_solve_resimulated_on_another_design_equals_solving_that_design
     solved, _ = run.run_design(workload, placed, other, config, 256)
     assert solved["network_area_mm2"] != first_row["network_area_mm2"]  # the designs differ in what is simulated
     assert run.resimulate(ctx, other, 256) == {column: solved[column] for column in run.SIM_COLUMNS}
+    # a third design that differs from `other` only in flit width reuses its ideal run (the memo of the solve)
+    third = run.spec_for("hybrid", {"network.dynamic.vcs": 2, "network.dynamic.flit_bits": 128,
+                                    "network.dynamic.buffers_per_vc": 6}, "pipelined")
+    runs = ctx.state["sim.ideal_runs"]
+    assert len(runs) == 1
+    s = ctx.state
+    fresh = net.simulate_mapping(s["network.view"], third, s["place"], s["route.problem"], s["route"], s.get("vc"),
+                                 window=256)
+    assert run.resimulate(ctx, third, 256) == run.sim_columns(fresh) and len(runs) == 1
 
 
 @pytest.mark.parametrize("flags, field", [(["--normalise", "S-x9-db"], "--normalise"),

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from solvermap.hardware.plasticine.dataflow_sim import Channel, SimGraph, Unit
 from solvermap.hardware.plasticine.dataflow_sim import simulate as dataflow_simulate
-from solvermap.hardware.plasticine.noc_sim import NocConfig, RoutedValue, router_testbench, separable_allocate, simulate
+from solvermap.hardware.plasticine.noc_sim import (NocConfig, RoutedValue, ideal_key, router_testbench,
+                                                   separable_allocate, simulate)
 
 N = 600  # firings: below the window, so no scaling
 
@@ -147,9 +148,7 @@ def test_flit_and_hop_counts_scale_with_the_routes():
     assert result.packets_delivered == 2 * N
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.data())
-def test_the_ideal_network_is_never_slower_on_random_mapped_graphs(data):
+def random_mapped(data) -> tuple[SimGraph, dict, dict, NocConfig, dict | None]:
     """Random DAGs (plus a loop-carried back edge and a DRAM source) placed on a 3×4 mesh, each link
     static or dynamic, skid or credit flow control, flit 128 or 512, optional time scheduling."""
     n = data.draw(st.integers(3, 6))
@@ -169,7 +168,29 @@ def test_the_ideal_network_is_never_slower_on_random_mapped_graphs(data):
     graph = SimGraph(tuple(units), tuple(chans), dram_bytes_per_cycle=48.0, dram_latency=20)
     config = NocConfig(flow_control=data.draw(st.sampled_from(["db", "cd"])), flit_bits=data.draw(st.sampled_from([128, 512])))
     ii = {f"u{k}": data.draw(st.integers(1, 3)) for k in range(1, n)} if data.draw(st.booleans()) else None
+    return graph, nodes, routes, config, ii
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_the_ideal_network_is_never_slower_on_random_mapped_graphs(data):
+    graph, nodes, routes, config, ii = random_mapped(data)
     real = simulate(graph, nodes, routes, config, ii=ii)
     ideal = simulate(graph, nodes, routes, dataclasses.replace(config, mode="ideal"), ii=ii)
     assert not ideal.deadlock
     assert ideal.window_cycles <= real.window_cycles
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_an_ideal_run_reads_only_the_fields_of_its_key(data):
+    """simulate_mapping shares one ideal run between designs whose ideal_key agrees: the fields outside the key
+    (flit width, hop latencies, value widths) change nothing in ideal mode; a field inside it can."""
+    graph, nodes, routes, config, ii = random_mapped(data)
+    ideal = dataclasses.replace(config, mode="ideal")
+    other = dataclasses.replace(ideal, flit_bits=data.draw(st.sampled_from([64, 128, 256, 512])),
+                                router_hop_cycles=data.draw(st.integers(1, 4)),
+                                static_hop_cycles=data.draw(st.integers(1, 3)), vector_bits=1024, scalar_bits=64)
+    assert ideal_key(other) == ideal_key(ideal)
+    assert simulate(graph, nodes, routes, other, ii=ii) == simulate(graph, nodes, routes, ideal, ii=ii)
+    assert ideal_key(dataclasses.replace(ideal, buffers_per_vc=6)) != ideal_key(ideal)
