@@ -131,6 +131,15 @@ def separable_allocate(requests: dict, pointers: dict) -> list:
     granted (input, vc, output). ``pointers`` holds the round-robin state: ("in", port) → the VC granted
     last, ("out", port) → the input granted last; the next grant goes to the first key after it.
     """
+    if len(requests) == 1:  # one input port bids: it gets its round-robin choice (the loop below, shortened)
+        (port, options), = requests.items()
+        if options:
+            last = pointers.get(("in", port))
+            after = [o for o in options if o[0] > last] if last is not None else None
+            choice = min(after) if after else min(options)
+            pointers[("out", choice[1])] = port
+            pointers[("in", port)] = choice[0]
+            return [(port, choice[0], choice[1])]
     by_output: dict = {}
     for port, options in requests.items():
         if not options:
@@ -179,7 +188,7 @@ class _Chan(dataflow_sim._Chan):
 class _Buffer:
     """The VC buffer of one dynamic path at one router input (or its injection VC at the source)."""
 
-    __slots__ = ("path", "node", "port", "flits", "outputs", "out_keys", "sent", "count", "key")
+    __slots__ = ("path", "node", "port", "flits", "outputs", "out_keys", "downs", "sent", "count", "key")
 
     def __init__(self, path: int, node: Node, port, outputs: list, key: int) -> None:
         self.path = path
@@ -187,6 +196,7 @@ class _Buffer:
         self.port = port  # input port: 0 = injection from the PB, 1..4 = from a neighbour
         self.key = key
         self.out_keys: list[int] = []
+        self.downs: list = []  # per output: the path's buffer at that child node, None for "eject"
         self.flits: deque = deque()  # (arrival cycle, last flit of its packet, packet id)
         self.outputs = outputs  # fixed order: child nodes, then "eject" when the node is a sink
         self.sent = 0  # copies of the head flit already sent
@@ -279,11 +289,19 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
             buf.out_keys = [0 if o == "eject" else _direction(node, o) for o in outs]
             buffers[(p, node)] = buf
             by_node.setdefault(node, []).append(buf)
+    for (p, node), buf in buffers.items():
+        buf.downs = [None if o == "eject" else buffers[(p, o)] for o in buf.outputs]
     injection: dict[int, deque] = {p: deque() for p in range(len(paths))}  # packets: [flits left, mask, id]
     inject_rr: dict[Node, int] = {}
     sources_at: dict[Node, list[int]] = {}
+    # flits in each router's buffers and packets waiting at each source: a router holding none makes no request
+    # and an empty source injects nothing, so the loops below pass them by (same order, same allocations)
+    held: dict[Node, int] = dict.fromkeys(by_node, 0)
+    buffers_per_vc = config.buffers_per_vc
+    queued: dict[Node, int] = {}
     for p, route in enumerate(paths):
         sources_at.setdefault(route.source, []).append(p)
+        queued[route.source] = 0
     pointers: dict = {}
     packet_masks: dict[int, frozenset] = {}
     packet_seq = 0
@@ -335,23 +353,24 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
         # ---------------------------------------------------------------- routers
         if paths:
             for node, bufs in by_node.items():
+                if not held[node]:
+                    continue
                 requests: dict = {}
                 index: dict[int, _Buffer] = {}
                 for buf in bufs:
-                    if not buf.flits or buf.flits[0][0] > cycle:
+                    flits = buf.flits
+                    if not flits or flits[0][0] > cycle:
                         continue
-                    out = buf.outputs[buf.sent]
-                    if out == "eject":
-                        arrival, last, pid = buf.flits[0]
+                    down = buf.downs[buf.sent]
+                    if down is None:  # eject
+                        arrival, last, pid = flits[0]
                         if last:
                             targets = eject_chans[(buf.path, node)]
                             mask = packet_masks.get(pid, ())
                             if any(len(ch.queue) >= ch.spec.depth and not ch.dead for ch in targets if ch.idx in mask):
                                 continue
-                    else:
-                        down = buffers[(buf.path, out)]
-                        if down.count >= config.buffers_per_vc:
-                            continue
+                    elif down.count >= buffers_per_vc:
+                        continue
                     index[buf.key] = buf
                     requests.setdefault(buf.port, []).append((buf.key, buf.out_keys[buf.sent]))
                 if not requests:
@@ -371,9 +390,10 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                                     ch.queue.append(cycle)
                             delivered += 1
                     else:
-                        down = buffers[(path, out)]
+                        down = buf.downs[buf.sent]
                         down.count += 1
                         down.flits.append((cycle + config.router_hop_cycles, last, pid))
+                        held[out] += 1
                         dyn_hops[kind] = dyn_hops.get(kind, 0.0) + 1
                         link_flits[(node, out)] = link_flits.get((node, out), 0) + 1
                     buf.sent += 1
@@ -381,9 +401,12 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                     if buf.sent == len(buf.outputs):
                         buf.sent = 0
                         buf.flits.popleft()
+                        held[node] -= 1
                         buf.count -= 1
             # injection: one flit per node per cycle into the path's VC at its source router
             for node, plist in sources_at.items():
+                if not queued[node]:
+                    continue
                 k0 = inject_rr.get(node, 0)
                 for step in range(len(plist)):
                     p = plist[(k0 + step) % len(plist)]
@@ -399,9 +422,11 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                     packet[0] -= 1
                     last = packet[0] == 0
                     buf.flits.append((cycle + 1, last, packet[2]))
+                    held[node] += 1
                     buf.count += 1
                     if last:
                         queue.popleft()
+                        queued[node] -= 1
                     inject_rr[node] = (k0 + step + 1) % len(plist)
                     moved = True
                     break
@@ -484,6 +509,7 @@ def simulate(graph: SimGraph, node_of_unit: Mapping[str, Node], routes: Mapping[
                 packet_masks[packet_seq] = frozenset(mask)
                 # the packet can enter the router once the producer's pipeline is through (latency)
                 injection[p].append([flits_of[p], mask, packet_seq, cycle + out_latency])
+                queued[paths[p].source] += 1
             done[name] = k + 1
             remaining -= 1
             fired_any = True
