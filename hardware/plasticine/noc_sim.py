@@ -116,9 +116,11 @@ class NocResult:
 
 def ideal_key(config: NocConfig) -> tuple:
     """The fields of ``config`` that a run in ideal mode reads: every link is zero-latency with the same buffering
-    (:func:`_link`'s rooms: flow control, skid entries, injection buffer, buffers per VC), no flit is routed, so
-    two ideal runs of one mapping (same graph, nodes, routes, II and window) whose keys agree give one result."""
-    return (config.mode, config.flow_control, config.skid_entries, config.injection_buffer, config.buffers_per_vc)
+    (:func:`_link`'s rooms: flow control, skid entries, injection buffer, buffers per VC), no flit is routed, and
+    the router hop latency sets how long an idle network waits before it reports a deadlock; so two ideal runs of
+    one mapping (same graph, nodes, routes, II and window) whose keys agree give one result."""
+    return (config.mode, config.flow_control, config.skid_entries, config.injection_buffer, config.buffers_per_vc,
+            config.router_hop_cycles)
 
 
 # =========================================================================== separable allocator

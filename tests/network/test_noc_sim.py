@@ -185,12 +185,17 @@ def test_the_ideal_network_is_never_slower_on_random_mapped_graphs(data):
 @given(st.data())
 def test_an_ideal_run_reads_only_the_fields_of_its_key(data):
     """simulate_mapping shares one ideal run between designs whose ideal_key agrees: the fields outside the key
-    (flit width, hop latencies, value widths) change nothing in ideal mode; a field inside it can."""
+    (flit width, static hop latency, value widths) change nothing in ideal mode, deadlocked runs included; a
+    field inside it can (the router hop latency sets the deadlock horizon)."""
     graph, nodes, routes, config, ii = random_mapped(data)
+    if data.draw(st.booleans()):  # u2 → u1 with no initial token: a deadlock, ideal run too, when u2 reads u1
+        graph = dataclasses.replace(graph, channels=graph.channels + (Channel("u2", "u1", 4, name="stuck"),))
+        routes = {**routes, "stuck": RoutedValue("stuck", "static", nodes["u2"], row(nodes["u2"], nodes["u1"]))}
     ideal = dataclasses.replace(config, mode="ideal")
     other = dataclasses.replace(ideal, flit_bits=data.draw(st.sampled_from([64, 128, 256, 512])),
-                                router_hop_cycles=data.draw(st.integers(1, 4)),
                                 static_hop_cycles=data.draw(st.integers(1, 3)), vector_bits=1024, scalar_bits=64)
     assert ideal_key(other) == ideal_key(ideal)
     assert simulate(graph, nodes, routes, other, ii=ii) == simulate(graph, nodes, routes, ideal, ii=ii)
-    assert ideal_key(dataclasses.replace(ideal, buffers_per_vc=6)) != ideal_key(ideal)
+    for field, value in (("buffers_per_vc", 6), ("router_hop_cycles", 3), ("flow_control", "cd"), ("skid_entries", 5)):
+        if getattr(ideal, field) != value:
+            assert ideal_key(dataclasses.replace(ideal, **{field: value})) != ideal_key(ideal)
