@@ -199,3 +199,19 @@ def test_an_ideal_run_reads_only_the_fields_of_its_key(data):
     for field, value in (("buffers_per_vc", 6), ("router_hop_cycles", 3), ("flow_control", "cd"), ("skid_entries", 5)):
         if getattr(ideal, field) != value:
             assert ideal_key(dataclasses.replace(ideal, **{field: value})) != ideal_key(ideal)
+
+
+def test_the_router_hop_latency_is_in_the_ideal_key_because_it_moves_a_deadlocked_ideal_run():
+    """Two units waiting on each other with no initial token: the ideal run reports the deadlock after an idle
+    horizon that grows with the router hop latency, so two ideal runs differing only in it end apart and may not
+    share a memo entry."""
+    units = (Unit("a", 100, 2, pb="p0"), Unit("b", 100, 2, pb="p1"))
+    chans = (Channel("a", "b", 4, name="x"), Channel("b", "a", 4, name="y"))
+    nodes = {"a": (0, 0), "b": (0, 2)}
+    routes = {"x": RoutedValue("x", "static", (0, 0), row((0, 0), (0, 2))),
+              "y": RoutedValue("y", "static", (0, 2), row((0, 2), (0, 0)))}
+    fast, slow = NocConfig(mode="ideal", router_hop_cycles=1), NocConfig(mode="ideal", router_hop_cycles=3)
+    one, three = (simulate(SimGraph(units, chans), nodes, routes, c) for c in (fast, slow))
+    assert one.deadlock and three.deadlock
+    assert one.window_cycles != three.window_cycles
+    assert ideal_key(fast) != ideal_key(slow)
