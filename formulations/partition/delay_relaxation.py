@@ -13,11 +13,18 @@ s.t.      assignment, type-count  (the column model's)
           schedule    s[d] − s[src] ≥ L(1 − together(src, d)), s[d] − s[src] ≤ H(1 − together(src, d)) per
                       link; s[d] ≥ e[k] + L per external value; s[d] ≥ s[src] per order link
           retiming    (b_d + L)·R[g] ≥ s[d] − s[src] − L − b_d over the readers d of g
+          tie         (optional, ``tie``) |s[a] − s[b]| ≤ H(1 − together(a, b)) for every unlinked pair
+                      that shares a column: every bin runs at one delay
           lower-bound (optional) Σ x ≥ a proven bin count
           level       (optional) relaxed cost ≤ v
 A relaxation: items of a bin are tied only where linked (a bin's unlinked items may drift apart, the
 cover may be cyclic) and a value's retiming is counted once, not per reading bin; so a refuted level v is
-a certified bound (every solution with at most the warm start's slot count of bins costs more). Small and
+a certified bound (every solution with at most the warm start's slot count of bins costs more). With
+``tie`` every bin has one delay (a quotient cycle over data links is then infeasible: each crossing adds
+L); what stays relaxed is mainly the retiming, counted once per value (the exact models count it per
+reading bin). The tie rows cost
+one pair of big-M rows per unlinked pair of items that some column holds together (off by default: the
+two-phase strategy's levels are built without them). Small and
 big-M-light, so its LP bounds well where the slot model's does not. Acyclic retiming problems with
 enumerable convex bins and no fixed delays only.
 """
@@ -48,11 +55,12 @@ class DelayRelaxation:
 
 def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision | None = None,
                            *, columns: list[Column], min_bins: int | None = None,
-                           level: float | None = None) -> DelayRelaxation:
+                           level: float | None = None, tie: bool = False) -> DelayRelaxation:
     """The delay relaxation of a retiming problem (module docstring): the exact cover by convex bins with a
     delay per item, tied only across links. Minimises the relaxed objective; with ``level`` it is a
     feasibility model "relaxed objective ≤ level" (a refuted level bounds the problem: every solution with
-    at most the warm start's slot count of bins, the ones that can beat it, costs more)."""
+    at most the warm start's slot count of bins, the ones that can beat it, costs more). ``tie``: every bin
+    at one delay (module docstring)."""
     retiming = problem.retiming
     if retiming is None or retiming.fixed_sources or retiming.fixed_sinks:
         raise ConfigError("the delay relaxation takes a retiming problem without fixed delays")
@@ -62,7 +70,9 @@ def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint
     horizon = retiming.hop_latency * (cover.slots + len(keys))  # compressed schedules: consecutive delays ≤ L apart
     built = DelayRelaxation(cover, {n: m.integer(0, horizon, f"s[{n}]") for n in problem.item_names},
                             {k: m.integer(0, horizon, f"e[{k[0]}.{k[1]}@{k[2]}]") for k in keys}, {}, horizon, None)
-    _add_schedule_and_retiming(problem, built)
+    linked = _add_schedule_and_retiming(problem, built)
+    if tie:
+        _add_ties(built, linked)
     built.cost = _relaxed_cost(problem, built)
     _add_lower_bound(built, min_bins)
     _set_objective_or_level(built, level)
@@ -71,9 +81,10 @@ def build_delay_relaxation(problem: PartitionProblem, config: SolverConfig, hint
     return built
 
 
-def _add_schedule_and_retiming(problem: PartitionProblem, built: DelayRelaxation) -> None:
+def _add_schedule_and_retiming(problem: PartitionProblem, built: DelayRelaxation) -> set[tuple[str, str]]:
     """schedule rows per link (and per external value, per order link) and, per value, its retiming row
-    over each reader, in the order the links are read (one pass, so that the rows interleave as they did)."""
+    over each reader, in the order the links are read (one pass, so that the rows interleave as they did).
+    Returns the linked pairs (src, d), whose schedule rows already tie them when together."""
     m, s, e, r, horizon = built.columns.builder, built.delay, built.source, built.retiming, built.horizon
     L, depth = problem.retiming.hop_latency, problem.retiming.buffer_depth
     together = together_of(built.columns)
@@ -99,6 +110,19 @@ def _add_schedule_and_retiming(problem: PartitionProblem, built: DelayRelaxation
     for src, d in problem.order_links():
         if (src, d) not in linked and cluster[src] == cluster[d]:
             m.add(s[d] >= s[src], "schedule", f"order {src}->{d}")
+    return linked
+
+
+def _add_ties(built: DelayRelaxation, linked: set[tuple[str, str]]) -> None:
+    """|s[a] − s[b]| ≤ H(1 − together(a, b)) per unlinked pair of items some column holds together."""
+    m, s, horizon = built.columns.builder, built.delay, built.horizon
+    together = together_of(built.columns)
+    pairs = {(a, b) for col in built.columns.columns for a in col.members for b in col.members
+             if a < b and (a, b) not in linked and (b, a) not in linked}
+    for a, b in sorted(pairs):
+        both = together(a, b)
+        m.add(s[a] - s[b] <= horizon * (1 - both), "tie", f"{a}={b}")
+        m.add(s[b] - s[a] <= horizon * (1 - both), "tie", f"{b}={a}")
 
 
 def _relaxed_cost(problem: PartitionProblem, built: DelayRelaxation) -> Any:

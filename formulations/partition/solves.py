@@ -36,10 +36,12 @@ def work_of(solved: Solved[PartitionDecision]) -> float:
 
 
 def solve_level(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision, columns: list[Column],
-                 bins_floor: int | None, level: float | None) -> Solved[PartitionDecision]:
-    """The delay relaxation at ``level`` (None: minimised). Its decision, when its cover is acyclic, is that
-    cover rescheduled exactly (:func:`complete`), a candidate; its status and bound are the relaxation's."""
-    built = build_delay_relaxation(problem, config, hint, columns=columns, min_bins=bins_floor, level=level)
+                 bins_floor: int | None, level: float | None, *, tie: bool = False) -> Solved[PartitionDecision]:
+    """The delay relaxation at ``level`` (None: minimised; ``tie``: every bin at one delay). Its decision,
+    when its cover is acyclic, is that cover rescheduled exactly (:func:`complete`), a candidate; its
+    status and bound are the relaxation's."""
+    built = build_delay_relaxation(problem, config, hint, columns=columns, min_bins=bins_floor, level=level,
+                                   tie=tie)
     solution = solve_milp(built.columns.builder, config)
     decision = None
     if solution.result.status.has_solution:

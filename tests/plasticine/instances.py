@@ -77,6 +77,19 @@ def two_skips() -> PartitionProblem:
     return PartitionProblem(items, (pcu,), links, acyclic=True, retiming=Retiming(1, 0), name="two-skips")
 
 
+def drifting_reader() -> PartitionProblem:
+    """A chain p→q→r→s (p two stages, the others one) in two-stage bins, and an item a that reads the
+    external value x with p: six stages, so three bins need a beside q or s, late for x (buffer depth 0:
+    one retiming bin beside q, two beside s), or a fourth bin; the optimum is 4 either way. A relaxation
+    that lets a bin's unlinked items run at different delays puts a beside q at p's delay: 3."""
+    items = (Item("p", {"stages": 2}),) + tuple(Item(n, {"stages": 1}) for n in "qrsa")
+    links = (Link("x", "p", kind="scalar"), Link("x", "a", kind="scalar"), Link("p", "q", kind="scalar"),
+             Link("q", "r", kind="scalar"), Link("r", "s", kind="scalar"), Link("s", "out", kind="scalar"),
+             Link("a", "out", src_port="a", kind="scalar"))
+    pcu = BinType("pcu", {"stages": 2}, inputs={"scalar": 3}, outputs={"scalar": 2})
+    return PartitionProblem(items, (pcu,), links, acyclic=True, retiming=Retiming(1, 0), name="drifting-reader")
+
+
 def merge_types() -> PartitionProblem:
     """Two bin types with counts, a max-reduced resource and a feasibility relation (Tables 4.3/4.4)."""
     items = (

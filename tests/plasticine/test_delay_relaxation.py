@@ -44,6 +44,40 @@ def test_delay_relaxation_refutes_a_level_below_the_optimum(backend):
     assert refuted.result.status == Status.INFEASIBLE
 
 
+TIE_CASES = {**ZERO_RETIMING_CASES, "drifting-reader": instances.drifting_reader}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(TIE_CASES))
+def test_tied_delay_relaxation_lies_between_the_untied_one_and_the_optimum(case, backend):
+    """Every bin at one delay (``tie``) is a row every solution satisfies: still a relaxation, never below
+    the untied one."""
+    problem = TIE_CASES[case]()
+    expected = optimum(problem)
+    columns = formulation.convex_bins(problem)
+    config = SolverConfig(backend=backend, time_limit_s=20)
+    loose = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, None)
+    tied = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, None, tie=True)
+    assert tied.result.status == Status.OPTIMAL
+    assert loose.result.objective - 1e-9 <= tied.result.objective <= expected + 1e-9
+    assert solves.solve_level(problem, config, _one_bin_each(problem), columns, None, expected,
+                              tie=True).result.status == Status.OPTIMAL
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tying_each_bin_to_one_delay_stops_a_reader_drifting_to_its_value(backend):
+    """drifting-reader: untied, a runs beside q at p's delay (3, below the optimum 4); tied, level 3 is
+    refuted."""
+    problem = instances.drifting_reader()
+    columns = formulation.convex_bins(problem)
+    config = SolverConfig(backend=backend, time_limit_s=20)
+    assert optimum(problem) == 4
+    loose = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, None)
+    assert loose.result.objective == pytest.approx(3)
+    refuted = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, 3, tie=True)
+    assert refuted.result.status == Status.INFEASIBLE
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", sorted(ZERO_RETIMING_CASES))
 def test_column_phase_b_reaches_the_enumerated_joint_optimum(case, backend):
