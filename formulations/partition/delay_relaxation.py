@@ -36,8 +36,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from solvermap.errors import ConfigError
-from solvermap.formulations.partition.columns import Column, ColumnModel, build_columns, column_traffic, together_of
-from solvermap.formulations.problems.partition import GroupKey, PartitionDecision, PartitionProblem, SourceKey
+from solvermap.formulations.partition.columns import (
+    Column,
+    ColumnModel,
+    build_columns,
+    column_traffic,
+    quotient_acyclic,
+    together_of,
+)
+from solvermap.formulations.problems.partition import (
+    GroupKey,
+    PartitionDecision,
+    PartitionProblem,
+    SourceKey,
+    required_retiming,
+)
 from solvermap.formulations.solver import SolverConfig, linear_sum
 
 
@@ -163,3 +176,26 @@ def _hint_delays(built: DelayRelaxation, hint: PartitionDecision) -> None:
         most[src, port] = max(most.get((src, port), 0), v)
     for key, var in built.retiming.items():
         m.hint(var, most.get(key, 0))
+
+
+def decode_tied(problem: PartitionProblem, built: DelayRelaxation, solution: Any) -> PartitionDecision | None:
+    """A tied relaxation's cover (``tie``: one delay per bin) at the relaxation's own delays, with the
+    retiming those delays need counted per reading bin: a solution of the problem (every cross link already
+    waits at least L there), which the ASAP/ALAP schedule of ``complete`` may not reach. None when a
+    bin's members disagree on their delay (rows built without ``tie``) or the quotient graph has a cycle."""
+    chosen = [key for key, var in built.columns.x.items() if solution.is_one(var)]
+    assignment = {n: b for b, (c, _) in enumerate(chosen) for n in built.columns.columns[c].members}
+    if not quotient_acyclic(problem, assignment):
+        return None
+    order = {b: k for k, b in enumerate(dict.fromkeys(assignment[n] for n in problem.item_names))}  # first use
+    types: dict[int, str] = {}
+    delays: dict[int, int] = {}
+    for b, (c, k) in enumerate(chosen):
+        found = {round(solution.value(built.delay[n])) for n in built.columns.columns[c].members}
+        if len(found) != 1:
+            return None
+        types[order[b]], delays[order[b]] = problem.bin_types[k].name, found.pop()
+    assignment = {n: order[b] for n, b in assignment.items()}
+    sources = {key: round(solution.value(var)) for key, var in built.source.items()}
+    return PartitionDecision(assignment, types, delays, sources,
+                             required_retiming(problem, assignment, delays, sources))

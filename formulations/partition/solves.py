@@ -21,7 +21,7 @@ from solvermap.formulations.partition.columns import (
     quotient_cycles,
     together_of,
 )
-from solvermap.formulations.partition.delay_relaxation import build_delay_relaxation
+from solvermap.formulations.partition.delay_relaxation import build_delay_relaxation, decode_tied
 from solvermap.formulations.partition.settings import SETTINGS
 from solvermap.formulations.partition.slots import build, decode, slot_count
 from solvermap.formulations.partition.table42 import build_table42
@@ -38,14 +38,18 @@ def work_of(solved: Solved[PartitionDecision]) -> float:
 def solve_level(problem: PartitionProblem, config: SolverConfig, hint: PartitionDecision, columns: list[Column],
                  bins_floor: int | None, level: float | None, *, tie: bool = False) -> Solved[PartitionDecision]:
     """The delay relaxation at ``level`` (None: minimised; ``tie``: every bin at one delay). Its decision,
-    when its cover is acyclic, is that cover rescheduled exactly (:func:`complete`), a candidate; its
-    status and bound are the relaxation's."""
+    when its cover is acyclic, is that cover rescheduled exactly (:func:`complete`), a candidate (with
+    ``tie``, or the cover at the relaxation's delays when that needs less retiming, :func:`decode_tied`);
+    its status and bound are the relaxation's."""
     built = build_delay_relaxation(problem, config, hint, columns=columns, min_bins=bins_floor, level=level,
                                    tie=tie)
     solution = solve_milp(built.columns.builder, config)
     decision = None
     if solution.result.status.has_solution:
         decision = decode_columns(problem, built.columns, solution)
+        tied = decode_tied(problem, built, solution) if tie else None
+        if tied is not None and (decision is None or objective(problem, tied) < objective(problem, decision) - 1e-9):
+            decision = tied
     details = {"model_size": built.columns.builder.size(), "columns": len(columns), "level": level,
                "work": spent_by(solution.result, config)}
     return Solved(solution.result, decision, [], details)

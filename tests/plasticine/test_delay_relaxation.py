@@ -8,9 +8,9 @@ import pytest
 
 from solvermap.errors import ConfigError
 from solvermap.formulations import partition as formulation
-from solvermap.formulations.partition import solves, two_phase
+from solvermap.formulations.partition import delay_relaxation, solves, two_phase
 from solvermap.formulations.problems.partition import Retiming, objective
-from solvermap.formulations.solver import SolverConfig, Status
+from solvermap.formulations.solver import SolverConfig, Status, solve_milp
 from solvermap.hardware.checks.partition import check
 
 from . import instances
@@ -60,6 +60,7 @@ def test_tied_delay_relaxation_lies_between_the_untied_one_and_the_optimum(case,
     tied = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, None, tie=True)
     assert tied.result.status == Status.OPTIMAL
     assert loose.result.objective - 1e-9 <= tied.result.objective <= expected + 1e-9
+    assert check(problem, tied.decision).ok and objective(problem, tied.decision) >= expected - 1e-9
     assert solves.solve_level(problem, config, _one_bin_each(problem), columns, None, expected,
                               tie=True).result.status == Status.OPTIMAL
 
@@ -76,6 +77,21 @@ def test_tying_each_bin_to_one_delay_stops_a_reader_drifting_to_its_value(backen
     assert loose.result.objective == pytest.approx(3)
     refuted = solves.solve_level(problem, config, _one_bin_each(problem), columns, None, 3, tie=True)
     assert refuted.result.status == Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tied_cover_at_the_relaxation_s_own_delays_is_a_checked_solution(backend):
+    """decode_tied: the cover scheduled at the relaxation's delays, retiming counted per reading bin, passes
+    the checker; untied rows (a bin's members at different delays) give None, not a wrong schedule."""
+    problem = instances.drifting_reader()
+    columns = formulation.convex_bins(problem)
+    config = SolverConfig(backend=backend, time_limit_s=20)
+    tied = delay_relaxation.build_delay_relaxation(problem, config, _one_bin_each(problem), columns=columns,
+                                                   tie=True)
+    decision = delay_relaxation.decode_tied(problem, tied, solve_milp(tied.columns.builder, config))
+    assert check(problem, decision).ok and objective(problem, decision) == pytest.approx(4)
+    loose = delay_relaxation.build_delay_relaxation(problem, config, _one_bin_each(problem), columns=columns)
+    assert delay_relaxation.decode_tied(problem, loose, solve_milp(loose.columns.builder, config)) is None
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
