@@ -24,7 +24,7 @@ a certified bound (every solution with at most the warm start's slot count of bi
 L); what stays relaxed is mainly the retiming, counted once per value (the exact models count it per
 reading bin). The tie rows cost
 one pair of big-M rows per unlinked pair of items that some column holds together (off by default: the
-two-phase strategy's levels are built without them). Small and
+two-phase strategy's levels are built without them). Untied it is small and
 big-M-light, so its LP bounds well where the slot model's does not. Acyclic retiming problems with
 enumerable convex bins and no fixed delays only.
 """
@@ -49,7 +49,7 @@ from solvermap.formulations.problems.partition import (
     PartitionDecision,
     PartitionProblem,
     SourceKey,
-    required_retiming,
+    complete,
 )
 from solvermap.formulations.solver import SolverConfig, linear_sum
 
@@ -187,15 +187,12 @@ def decode_tied(problem: PartitionProblem, built: DelayRelaxation, solution: Any
     assignment = {n: b for b, (c, _) in enumerate(chosen) for n in built.columns.columns[c].members}
     if not quotient_acyclic(problem, assignment):
         return None
-    order = {b: k for k, b in enumerate(dict.fromkeys(assignment[n] for n in problem.item_names))}  # first use
-    types: dict[int, str] = {}
     delays: dict[int, int] = {}
-    for b, (c, k) in enumerate(chosen):
+    for b, (c, _) in enumerate(chosen):
         found = {round(solution.value(built.delay[n])) for n in built.columns.columns[c].members}
         if len(found) != 1:
             return None
-        types[order[b]], delays[order[b]] = problem.bin_types[k].name, found.pop()
-    assignment = {n: order[b] for n, b in assignment.items()}
+        delays[b] = found.pop()
+    types = {b: problem.bin_types[k].name for b, (_, k) in enumerate(chosen)}
     sources = {key: round(solution.value(var)) for key, var in built.source.items()}
-    return PartitionDecision(assignment, types, delays, sources,
-                             required_retiming(problem, assignment, delays, sources))
+    return complete(problem, assignment, types, delays=delays, source_delays=sources)

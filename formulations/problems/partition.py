@@ -537,15 +537,22 @@ def required_retiming(problem: PartitionProblem, assignment: Mapping[str, int], 
     return out
 
 
-def complete(problem: PartitionProblem, assignment: Mapping[str, int], bin_types: Mapping[int, str]) -> PartitionDecision:
-    """A decision from an assignment: bins renumbered 0..k−1 in first-use order, schedule and retiming added."""
+def complete(problem: PartitionProblem, assignment: Mapping[str, int], bin_types: Mapping[int, str], *,
+             delays: Mapping[int, int] | None = None,
+             source_delays: Mapping[SourceKey, int] | None = None) -> PartitionDecision:
+    """A decision from an assignment: bins renumbered 0..k−1 in first-use order, schedule and retiming added.
+    The schedule is :func:`schedule`'s unless ``delays`` (per bin of ``assignment``) and ``source_delays``
+    give one; the retiming is what that schedule needs."""
     order = list(dict.fromkeys(assignment[n] for n in problem.item_names if n in assignment))
     renumber = {b: k for k, b in enumerate(order)}
     assign = {n: renumber[b] for n, b in assignment.items()}
     types = {renumber[b]: bin_types[b] for b in order}
     if problem.retiming is None:
         return PartitionDecision(assign, types)
-    delays, sources = schedule(problem, assign)
+    if delays is None:
+        delays, sources = schedule(problem, assign)
+    else:
+        delays, sources = {renumber[b]: t for b, t in delays.items() if b in renumber}, dict(source_delays or {})
     return PartitionDecision(assign, types, delays, sources, required_retiming(problem, assign, delays, sources))
 
 
