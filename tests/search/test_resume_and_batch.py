@@ -4,6 +4,7 @@ share one storage through submitit and stop at exactly the requested number of t
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,12 +20,12 @@ from solvermap.search.storage import claim, fail_stale, open_storage
 from solvermap.search.study_file import StorageSettings
 from tests.search.conftest import SOLVERMAP, subprocess_env, write_study
 
-# pes x 3 lanes x (static + 2 dynamic vcs) = 9·pes grid points, every one a real solve (no cache)
+# pes x 3 lanes x (static + 2 dynamic vcs) = 9·pes grid points, every one a real solve (no cache) holding 0.25 s
 KILL_STUDY = {
     "sampler": {"name": "grid"},
     "budget": {},
     "cache": {"enabled": False},
-    "workloads": [{"name": "tasks", "params": {"n": 40}}],
+    "workloads": [{"name": "tasks", "params": {"n": 40, "hold_s": 0.25}}],
     "space": {
         "target.pes": {"type": "int", "low": 1, "high": 8},
         "target.lanes": {"type": "categorical", "choices": [2, 4, 8]},
@@ -32,6 +33,10 @@ KILL_STUDY = {
         "target.vcs": {"type": "int", "low": 1, "high": 2, "when": {"target.network": "dynamic"}},
     },
 }
+
+
+MARGIN = 6  # trials that must remain when the signal goes out
+ATTEMPTS = 3
 
 
 def _kill_study(pes: int) -> dict:
@@ -47,11 +52,34 @@ def _complete(study) -> list:
 def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int, sig: int = signal.SIGKILL,
                   study: dict | None = None) -> tuple[Path, dict[int, tuple]]:
     """Start `solvermap explore` in a child process, send it ``sig`` (SIGKILL) after a few trials; return
-    what had finished. A SIGINT must end it with exit code 130 and the partial tables written."""
+    what had finished. A SIGINT must end it with exit code 130 and the partial tables written.
+
+    The signal must reach the child while trials remain: each trial holds 0.25 s, and an observer that first
+    sees the count when fewer than ``MARGIN`` trials remain (starved by machine load: trials without the hold
+    finished in 2.6 s from the fifth to the last, and once a CI run's observer first looked after the child
+    had finished) signals nothing and starts the run again, at most ``ATTEMPTS`` times. Every signal sent is
+    checked in full."""
     path = write_study(tmp_path / "kill.yaml", **(study or _kill_study(grid // 9)))
     out = tmp_path / "run"
-    command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet", "--allow-imports"]
     url = storage or f"journal:///{(out / 'study.journal').as_posix().lstrip('/')}"
+    for _ in range(ATTEMPTS):
+        if _signal_mid_run(path, out, storage, url, grid, sig):
+            break
+        shutil.rmtree(out)
+        if storage:
+            optuna.delete_study(study_name="toy", storage=open_storage(url, StorageSettings()))
+    else:
+        pytest.fail(f"the observer saw fewer than {MARGIN} trials left in each of {ATTEMPTS} runs")
+    study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
+    finished = {t.number: (json.dumps(t.params, sort_keys=True), tuple(t.values)) for t in _complete(study)}
+    assert 5 <= len(finished) < grid
+    return path, finished
+
+
+def _signal_mid_run(path: Path, out: Path, storage: str | None, url: str, grid: int, sig: int) -> bool:
+    """One run of `solvermap explore` sent ``sig`` once 5 trials finished; False (child killed, no signal
+    sent) when the observer first saw fewer than MARGIN trials left."""
+    command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet", "--allow-imports"]
     if storage:
         command += ["--storage", storage]
     # SIG_DFL in the child: a test run started in the background (``cmd &``) inherits SIGINT ignored
@@ -68,7 +96,10 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int, sig: int = sig
                 except KeyError:
                     time.sleep(0.05)
                     continue
-                if len(_complete(study)) >= 5:
+                done = len(_complete(study))
+                if done > grid - MARGIN:
+                    return False
+                if done >= 5:
                     break
             time.sleep(0.02)
         else:
@@ -78,14 +109,11 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int, sig: int = sig
         if sig == signal.SIGINT:
             assert code == 130, child.stderr.read().decode()[-500:]
             assert (out / "tables" / "trials.csv").exists()
+        return True
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    study = optuna.load_study(study_name="toy", storage=open_storage(url, StorageSettings()))
-    finished = {t.number: (json.dumps(t.params, sort_keys=True), tuple(t.values)) for t in _complete(study)}
-    assert 5 <= len(finished) < grid
-    return path, finished
 
 
 def _assert_resumed(path: Path, out: Path, before: dict[int, tuple], storage: str | None, grid: int) -> None:
