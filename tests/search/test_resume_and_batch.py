@@ -77,8 +77,9 @@ def _kill_mid_run(tmp_path: Path, storage: str | None, grid: int, sig: int = sig
 
 
 def _signal_mid_run(path: Path, out: Path, storage: str | None, url: str, grid: int, sig: int) -> bool:
-    """One run of `solvermap explore` sent ``sig`` once 5 trials finished; False (child killed, no signal
-    sent) when the observer first saw fewer than MARGIN trials left."""
+    """One run of `solvermap explore` sent ``sig`` once 5 trials finished; False (no signal sent) when the
+    observer first saw fewer than MARGIN trials left (the child is killed) or the child had already finished
+    with exit 0. A child that ends early with any other code fails the test."""
     command = [SOLVERMAP, "explore", str(path), "--out", str(out), "--quiet", "--allow-imports"]
     if storage:
         command += ["--storage", storage]
@@ -89,6 +90,8 @@ def _signal_mid_run(path: Path, out: Path, storage: str | None, url: str, grid: 
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if child.poll() is not None:
+                if child.returncode == 0:
+                    return False  # it finished every trial before the observer looked: no signal was sent
                 pytest.fail(f"explore ended before it could be killed: {child.stderr.read().decode()[-500:]}")
             if (out / "study.json").exists():
                 try:
