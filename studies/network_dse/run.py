@@ -8,13 +8,15 @@ placement model, CP-SAT warm-started from annealing), then for every network des
 L320 greedy rule), route (MCF ILP vs greedy Steiner / XY), VC allocation (ILP vs greedy colouring; bound
 = most distinct paths on one link; the per-path variant beside it), and the NoC co-simulation of the
 real and of the ideal network (zero latency, unlimited bandwidth, same buffering), plus area and energy
-(Eq 3.1/3.2). Per (app, design) the par with the fewest cycles among those that map without deadlock is
-kept.
+(Eq 3.1/3.2). Per (app, design) the par with the fewest cycles among those that map without deadlock and stay
+within 10 % of their ideal network is kept (the fastest par that maps, if none does; ``best_par``).
 
 Metrics (L372–400): perf = 1 / cycles, perf/area = perf / network area, perf/W = perf / network power;
 per app normalised to the worst design of that CGRA class, geomean over apps; a design point more than
-10 % slower than the ideal network on the same mapping is dropped (L398). The Fig 3.16 summary (best
-hybrid / static per metric among kept designs) is written beside the seed's numbers.
+10 % slower than the ideal network on the same mapping is dropped (L398) before a design's par is chosen.
+The Fig 3.16 summary (best hybrid / static per metric among kept designs) is written beside the seed's
+numbers; sensitivity.csv gives it under other readings of L398/L400/L449 and normalised to the seed's named
+designs, ceiling.csv the perf ratio the ideal network would reach (``sensitivity``, ``ceiling``).
 
 Reductions (documented, for 2 shared cores): 13 designs rather than the seed's full grid (which the seed
 does not list), pars {default, 2x}, the 16×8 array (18×8 mesh) rather than 14×14, solver time limits of
@@ -25,7 +27,8 @@ does not list), pars {default, 2x}, the 16×8 array (18×8 mesh) rather than 14�
 Rows are appended to ``runs.csv`` as they finish (a rerun skips finished rows); ``--cache`` keeps the
 partition/merge results (default runs/network_dse_cache). Writes runs.csv (every run), chosen.csv (the par
 kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
-(ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, network_dse.png.
+(ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, sensitivity.csv,
+ceiling.csv, network_dse.png.
 ``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
 (``failed-step``: the step that failed); empty, every solve of the row ended on its deterministic work budget,
 so the row repeats on any machine load.
@@ -415,10 +418,30 @@ def collect(apps: list[str], out: Path, cache: Path, time_limit: float, window: 
 # ============================================================================ analysis
 
 
-def best_par(runs: pd.DataFrame) -> pd.DataFrame:
+SELECTS = ("points", "designs", "default-par")
+BASES = ("worst", "worst-perf", "worst-static-hybrid", "worst-kept")
+
+
+def best_par(runs: pd.DataFrame, threshold: float = 0.10, select: str = "points") -> pd.DataFrame:
+    """One row per (app, design, execution): the par the design runs the app at.
+
+    ``points`` (default): a design point (design at one par) more than ``threshold`` slower than its ideal
+    network is filtered out first (L398), then the design takes its fastest remaining par (L445: "low-bandwidth
+    networks perform best with small unrolling factors"); a design none of whose pars passes takes its fastest
+    par and is not kept. ``designs``: the fastest par whatever its overhead, then the filter (the study's reading
+    until 27 Nov, which drops a design whose fastest par is congested even when a smaller par is not).
+    ``default-par``: the app's default par only. Rows that failed or deadlocked never count."""
+    if select not in SELECTS:
+        raise ValueError(f"select: {select!r} is not one of {', '.join(SELECTS)}")
     ok = runs[runs["status"] == "ok"].copy()
-    idx = ok.groupby(["app", "design", "execution"])["cycles"].idxmin()
-    return ok.loc[idx].reset_index(drop=True)
+    if select == "default-par":
+        ok = ok[ok["par"] == ok.groupby("app")["par"].transform("min")]
+    keys = ["app", "design", "execution"]
+    if select == "designs":
+        return ok.loc[ok.groupby(keys)["cycles"].idxmin()].reset_index(drop=True)
+    ok["_late"] = ok["overhead"] > threshold
+    ok = ok.sort_values([*keys, "_late", "cycles", "par"], kind="stable")
+    return ok.groupby(keys).head(1).drop(columns="_late").reset_index(drop=True)
 
 
 def geomean(values) -> float:
@@ -426,22 +449,40 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def summarise(runs: pd.DataFrame, threshold: float = 0.10,
-              reference: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Per app and CGRA class, each metric over that of the worst design (L400), or of design ``reference``
-    (an app where ``reference`` does not map has no normalised metric); geomeans over apps per design."""
-    chosen = best_par(runs)
+def _base(chosen: pd.DataFrame, metric: str, base: str, reference: str | None) -> pd.Series:
+    """Per chosen row, what its ``metric`` is divided by (see ``summarise``)."""
+    group = [chosen["app"], chosen["execution"]]
+    if reference is not None:
+        of_reference = chosen[chosen["design"] == reference].set_index(["app", "execution"])[metric]
+        return pd.Series([of_reference.get((app, execution), float("nan"))
+                          for app, execution in zip(chosen["app"], chosen["execution"])], index=chosen.index)
+    if base == "worst":
+        return chosen.groupby(group)[metric].transform("min")
+    if base == "worst-perf":
+        slowest = chosen.groupby(group)["perf"].transform("idxmin")
+        return pd.Series(chosen.loc[slowest, metric].to_numpy(), index=chosen.index)
+    if base == "worst-static-hybrid":
+        return chosen[metric].where(chosen["network"] != "dynamic").groupby(group).transform("min")
+    if base == "worst-kept":
+        return chosen[metric].where(chosen["kept"]).groupby(group).transform("min")
+    raise ValueError(f"base: {base!r} is not one of {', '.join(BASES)}")
+
+
+def summarise(runs: pd.DataFrame, threshold: float = 0.10, reference: str | None = None,
+              select: str = "points", base: str = "worst") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per app and CGRA class, each metric of each design (at the par ``best_par(select)`` gives it) over that of
+    the app's worst design (L400), geomeans over apps per design, and the Fig 3.16 summary: per CGRA class and
+    network, the best geomean among designs kept by the 10 % overhead filter (L398, L449).
+
+    ``base`` reads L400's "the worst network configuration for that application": ``worst`` (default), each
+    metric over its own worst design; ``worst-perf``, every metric over the slowest design's; ``worst-static-hybrid``,
+    the worst among static and hybrid designs (Fig 3.16 leaves pure dynamic networks out, L449); ``worst-kept``,
+    the worst among kept designs. ``reference``: divide by that design's metric instead (an app where it does
+    not map has no normalised metric). ``sensitivity`` puts these readings side by side."""
+    chosen = best_par(runs, threshold, select)
     chosen["perf"] = 1.0 / chosen["cycles"]
     chosen["perf_per_area"] = chosen["perf"] / chosen["network_area_mm2"]
     chosen["perf_per_w"] = chosen["perf"] / chosen["network_power_w"]
-    for metric in ("perf", "perf_per_area", "perf_per_w"):
-        if reference is None:
-            base = chosen.groupby(["app", "execution"])[metric].transform("min")
-        else:
-            of_reference = chosen[chosen["design"] == reference].set_index(["app", "execution"])[metric]
-            base = pd.Series([of_reference.get((app, execution), float("nan"))
-                              for app, execution in zip(chosen["app"], chosen["execution"])], index=chosen.index)
-        chosen[f"norm_{metric}"] = chosen[metric] / base
     chosen["kept"] = chosen["overhead"] <= threshold
     # an app on which no design stays within 10 % of its ideal network keeps its least-overhead designs
     # (within 10 % of that least overhead) so that it still counts: recorded in ``filter``
@@ -452,6 +493,8 @@ def summarise(runs: pd.DataFrame, threshold: float = 0.10,
             relaxed = group.index[group["overhead"] <= best + threshold]
             chosen.loc[relaxed, "kept"] = True
             chosen.loc[group.index, "filter"] = f"relaxed: least overhead {best:.2f}"
+    for metric in ("perf", "perf_per_area", "perf_per_w"):
+        chosen[f"norm_{metric}"] = chosen[metric] / _base(chosen, metric, base, reference)
     rows = []
     for (design, execution), group in chosen.groupby(["design", "execution"]):
         kept = group[group["kept"]]
@@ -476,6 +519,62 @@ def summarise(runs: pd.DataFrame, threshold: float = 0.10,
             row[f"ours_{metric}_design"] = None if best is None else best["design"]
         fig.append(row)
     return chosen, summary, pd.DataFrame(fig)
+
+
+READINGS = [  # (name, select, base or design label): the readings of L398/L400/L445/L449 ``sensitivity`` compares
+    ("default", "points", "worst"),
+    ("fastest par, then filter", "designs", "worst"),
+    ("default par only", "default-par", "worst"),
+    ("worst = slowest design", "points", "worst-perf"),
+    ("worst among static and hybrid", "points", "worst-static-hybrid"),
+    ("worst among kept", "points", "worst-kept"),
+]
+SEED_TOLERANCE = 0.25  # issue 28: every Fig 3.16 ratio within 25 % of the seed's
+
+
+def sensitivity(runs: pd.DataFrame, designs: set[str] | None = None) -> pd.DataFrame:
+    """Each Fig 3.16 ratio under every reading of ``READINGS`` and normalised to each of the seed's named designs
+    (L435, L443–445) among ``designs``: one row per reading, CGRA class, network and metric, with the seed's
+    ratio, ours, our best design and whether ours is within 25 % of the seed's. The seed defines its ratios in
+    one sentence each (L400, L449); where a ratio is off under the default reading, this table shows how much
+    of the distance each reading of those sentences accounts for."""
+    designs = set(runs["design"]) if designs is None else designs
+    readings = [*READINGS, *((f"normalised to {label}", "points", label) for label in SEED_NAMED if label in designs)]
+    rows = []
+    for name, select, base in readings:
+        named = base not in BASES
+        _, _, fig = summarise(runs, select=select, base="worst" if named else base, reference=base if named else None)
+        for _, r in fig.iterrows():
+            for metric in ("perf", "perf_per_w", "perf_per_area"):
+                seed, ours = r[f"seed_{metric}"], r[f"ours_{metric}"]
+                off = ours / seed - 1 if pd.notna(seed) and pd.notna(ours) else None
+                rows.append({"reading": name, "select": select, "base": base, "cgra": r["cgra"],
+                             "network": r["network"], "metric": metric, "seed": seed, "ours": ours,
+                             "design": r[f"ours_{metric}_design"], "off": None if off is None else round(off, 3),
+                             "within_25pct": None if off is None else abs(off) <= SEED_TOLERANCE})
+    return pd.DataFrame(rows)
+
+
+def ceiling(runs: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
+    """How far any network could take each perf ratio: per app and CGRA class, the worst design's cycles (the
+    default normalisation, ``chosen`` from ``summarise``) over the fewest cycles of the ideal network (zero
+    latency, unlimited bandwidth, same mapping) at any par and design of the study, beside the best kept
+    design's ratio; a ``geomean`` row per class. No design runs faster than its ideal network, so no design's
+    perf ratio, nor its geomean, exceeds ``cap``: where the seed's ratio is above it, the shortfall is in the
+    compute side (the CGRA class's ideal cycles at the study's pars), not in the network designs."""
+    ok = runs[runs["status"] == "ok"]
+    ideal = ok.groupby(["app", "execution"])["ideal_cycles"].min()
+    rows = []
+    for (app, execution), group in chosen.groupby(["app", "execution"]):
+        worst, best = group["cycles"].max(), group.loc[group["kept"], "cycles"].min()
+        rows.append({"app": app, "execution": execution, "worst_design": group.loc[group["cycles"].idxmax(), "design"],
+                     "worst_cycles": worst, "best_kept_cycles": best, "ideal_cycles": ideal[(app, execution)],
+                     "ratio": worst / best, "cap": worst / ideal[(app, execution)]})
+    table = pd.DataFrame(rows)
+    for execution, group in table.groupby("execution"):
+        rows.append({"app": "geomean", "execution": execution, "ratio": geomean(group["ratio"]),
+                     "cap": geomean(group["cap"])})
+    return pd.DataFrame(rows)
 
 
 def solver_vs_baseline(runs: pd.DataFrame) -> pd.DataFrame:
@@ -631,6 +730,8 @@ def main() -> None:
     vcs.to_csv(out / "vcs.csv")
     versus = solver_vs_baseline(runs)
     versus.to_csv(out / "solver_vs_baseline.csv", index=False)
+    sensitivity(runs, {label for label, *_ in scale.designs}).to_csv(out / "sensitivity.csv", index=False)
+    ceiling(runs, chosen).to_csv(out / "ceiling.csv", index=False)
     plot(summary, fig316, out / "network_dse.png")
     if out.resolve() == (HERE / "results").resolve():
         write_readme(fig316)

@@ -168,3 +168,64 @@ def test_the_seed_scale_runs_four_times_the_default_par_unless_par_factors_says_
     assert run.checked(parser, args)[1] == (1, 2, 4)
     assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "scale": "default"}))[1] == (1, 2)
     assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "par_factors": "1,2"}))[1] == (1, 2)
+
+
+def _two_pars() -> pd.DataFrame:
+    """Design S is fastest at par 2 but 50 % slower than its ideal network there; at par 1 it is within 10 %."""
+    runs = synthetic_runs()
+    late = runs[(runs["app"] == "a") & (runs["design"] == "S")].assign(par=2, cycles=60, overhead=0.5)
+    return pd.concat([runs, late], ignore_index=True)
+
+
+def test_a_design_runs_at_its_fastest_par_within_ten_percent_of_its_ideal_network():
+    chosen = run.best_par(_two_pars()).set_index(["app", "design"])
+    assert chosen.loc[("a", "S"), "par"] == 1 and chosen.loc[("a", "S"), "cycles"] == 100
+    chosen, summary, _ = run.summarise(_two_pars())
+    assert summary.set_index("design").loc["S", "apps_kept"] == 2
+
+
+def test_the_former_reading_takes_the_fastest_par_and_then_drops_the_design():
+    chosen = run.best_par(_two_pars(), select="designs").set_index(["app", "design"])
+    assert chosen.loc[("a", "S"), "par"] == 2
+    _, summary, _ = run.summarise(_two_pars(), select="designs")
+    assert summary.set_index("design").loc["S", "apps_kept"] == 1  # app a's S is 50 % over its ideal
+
+
+def test_a_design_with_no_par_within_the_filter_takes_its_fastest_par_and_is_not_kept():
+    runs = _two_pars()
+    runs.loc[(runs["app"] == "a") & (runs["design"] == "S"), "overhead"] = 0.3
+    chosen, _, _ = run.summarise(runs)
+    row = chosen.set_index(["app", "design"]).loc[("a", "S")]
+    assert row["par"] == 2 and not row["kept"]
+
+
+def test_readings_of_the_worst_design_divide_by_what_they_name():
+    runs = synthetic_runs()
+    b_d = (runs["app"] == "b") & (runs["design"] == "D")
+    runs.loc[b_d, ["cycles", "network_power_w"]] = [400, 0.25]  # b: D is the slowest, S the worst perf/W
+    slowest = run.summarise(runs, base="worst-perf")[0].set_index(["app", "design"])
+    assert slowest.loc[("b", "S"), "norm_perf_per_w"] == pytest.approx((1 / 200) / ((1 / 400) / 0.25))
+    own = run.summarise(runs)[0].set_index(["app", "design"])
+    assert own.loc[("b", "S"), "norm_perf_per_w"] == pytest.approx(1.0)  # S is b's worst perf/W
+    no_dynamic = run.summarise(runs, base="worst-static-hybrid")[0].set_index(["app", "design"])
+    assert no_dynamic.loc[("a", "H"), "norm_perf"] == pytest.approx(2.0)  # a: S (100) is the slowest non-dynamic
+    with pytest.raises(ValueError, match="base"):
+        run.summarise(runs, base="best")
+
+
+def test_sensitivity_lists_every_reading_and_each_named_design_present_with_the_25_percent_verdict():
+    table = run.sensitivity(synthetic_runs(), designs={"S-x1-db", "S", "H", "D"})
+    assert set(table["reading"]) == {name for name, *_ in run.READINGS} | {"normalised to S-x1-db"}
+    row = table[(table["reading"] == "default") & (table["cgra"] == "pipelined") & (table["network"] == "hybrid")
+                & (table["metric"] == "perf")].iloc[0]
+    assert row["ours"] == pytest.approx(4.0) and row["seed"] == 6.4  # H: sqrt(8 * 2)
+    assert row["off"] == pytest.approx(4.0 / 6.4 - 1, abs=1e-3) and not row["within_25pct"]
+
+
+def test_the_ceiling_is_the_worst_designs_cycles_over_the_ideal_networks_fewest():
+    runs = synthetic_runs().assign(ideal_cycles=40.0)
+    chosen, _, _ = run.summarise(runs)
+    table = run.ceiling(runs, chosen).set_index(["app", "execution"])
+    assert table.loc[("a", "pipelined"), "cap"] == pytest.approx(400 / 40)
+    assert table.loc[("a", "pipelined"), "ratio"] == pytest.approx(400 / 50)
+    assert table.loc[("geomean", "pipelined"), "cap"] == pytest.approx(math.sqrt(10 * 5))
