@@ -16,7 +16,8 @@ per app normalised to the worst design of that CGRA class, geomean over apps; a 
 10 % slower than the ideal network on the same mapping is dropped (L398) before a design's par is chosen.
 The Fig 3.16 summary (best hybrid / static per metric among kept designs) is written beside the seed's
 numbers; sensitivity.csv gives it under other readings of L398/L400/L449 and normalised to the seed's named
-designs, ceiling.csv the perf ratio the ideal network would reach (``sensitivity``, ``ceiling``).
+designs, ceiling.csv the perf ratio the ideal network would reach, hybrid_vs_static.csv the PBs, hops and power behind
+the perf/W ordering (L447) (``sensitivity``, ``ceiling``, ``hybrid_vs_static``).
 
 Reductions (documented, for 2 shared cores): 13 designs rather than the seed's full grid (which the seed
 does not list), pars {default, 2x}, the 16×8 array (18×8 mesh) rather than 14×14, solver time limits of
@@ -28,7 +29,7 @@ Rows are appended to ``runs.csv`` as they finish (a rerun skips finished rows); 
 partition/merge results (default runs/network_dse_cache). Writes runs.csv (every run), chosen.csv (the par
 kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
 (ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, sensitivity.csv,
-ceiling.csv, network_dse.png.
+ceiling.csv, hybrid_vs_static.csv, network_dse.png.
 ``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
 (``failed-step``: the step that failed); empty, every solve of the row ended on its deterministic work budget,
 so the row repeats on any machine load.
@@ -577,6 +578,31 @@ def ceiling(runs: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PAIRED = {"static": r"^S-x(\d)-db$", "hybrid": r"^H-x(\d)-v2-f128(?:-b3-db)?$"}  # same x: the preset's hybrid
+
+
+def hybrid_vs_static(chosen: pd.DataFrame) -> pd.DataFrame:
+    """The seed's account of its perf/W ordering (L447: with the same static bandwidth, hybrids use fewer PBs and
+    fewer hops and so are more energy-efficient) measured on ``chosen`` (``summarise``): per app, CGRA class and
+    static bandwidth x, the static design S-x#-db beside the preset's hybrid H-x#-v2-f128 (b3, db), each at its
+    chosen par: PBs used, hops, network power and perf/W; a ``geomean`` row per class and x gives hybrid over
+    static for each."""
+    sides = []
+    for network, pattern in PAIRED.items():
+        side = chosen[chosen["design"].str.match(pattern)].copy()
+        side["x"] = side["design"].str.extract(pattern)[0].astype(int)
+        sides.append(side.set_index(["app", "execution", "x"])[
+            ["design", "par", "pbs_used", "hops", "network_power_w", "perf_per_w"]].add_suffix(f"_{network}"))
+    table = sides[0].join(sides[1], how="inner").reset_index()
+    rows = table.to_dict("records")
+    for (execution, x), group in table.groupby(["execution", "x"]):
+        row = {"app": "geomean", "execution": execution, "x": x}
+        for column in ("pbs_used", "hops", "network_power_w", "perf_per_w"):
+            row[f"{column}_hybrid_over_static"] = geomean(group[f"{column}_hybrid"] / group[f"{column}_static"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def solver_vs_baseline(runs: pd.DataFrame) -> pd.DataFrame:
     """Per decision: how often the solver's decision beat the best seed baseline, tied, or fell back. A row that
     reuses another design's solve (``solved_with``, seed scale) is not counted again."""
@@ -732,6 +758,7 @@ def main() -> None:
     versus.to_csv(out / "solver_vs_baseline.csv", index=False)
     sensitivity(runs, {label for label, *_ in scale.designs}).to_csv(out / "sensitivity.csv", index=False)
     ceiling(runs, chosen).to_csv(out / "ceiling.csv", index=False)
+    hybrid_vs_static(chosen).to_csv(out / "hybrid_vs_static.csv", index=False)
     plot(summary, fig316, out / "network_dse.png")
     if out.resolve() == (HERE / "results").resolve():
         write_readme(fig316)

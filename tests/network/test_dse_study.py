@@ -229,3 +229,17 @@ def test_the_ceiling_is_the_worst_designs_cycles_over_the_ideal_networks_fewest(
     assert table.loc[("a", "pipelined"), "cap"] == pytest.approx(400 / 40)
     assert table.loc[("a", "pipelined"), "ratio"] == pytest.approx(400 / 50)
     assert table.loc[("geomean", "pipelined"), "cap"] == pytest.approx(math.sqrt(10 * 5))
+
+
+def test_hybrid_vs_static_pairs_designs_of_one_static_bandwidth_and_takes_geomeans_of_hybrid_over_static():
+    rows = []
+    for app, (pbs_s, pbs_h) in (("a", (10, 5)), ("b", (8, 8))):
+        for design, pbs, power in (("S-x2-db", pbs_s, 1.0), ("H-x2-v2-f128-b3-db", pbs_h, 2.0),
+                                   ("H-x2-v4-f512-b3-db", 1, 9.0), ("S-x1-db", 1, 9.0)):
+            rows.append({"app": app, "design": design, "execution": "pipelined", "par": 1, "pbs_used": pbs,
+                         "hops": 100, "network_power_w": power, "perf_per_w": 1 / power})
+    table = run.hybrid_vs_static(pd.DataFrame(rows))
+    assert len(table[table["app"] != "geomean"]) == 2  # only x2 has both sides; the v4-f512 hybrid is not paired
+    geo = table[table["app"] == "geomean"].iloc[0]
+    assert geo["x"] == 2 and geo["pbs_used_hybrid_over_static"] == pytest.approx(math.sqrt(0.5 * 1.0))
+    assert geo["network_power_w_hybrid_over_static"] == pytest.approx(2.0) and geo["hops_hybrid_over_static"] == 1.0
