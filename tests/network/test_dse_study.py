@@ -243,3 +243,13 @@ def test_hybrid_vs_static_pairs_designs_of_one_static_bandwidth_and_takes_geomea
     geo = table[table["app"] == "geomean"].iloc[0]
     assert geo["x"] == 2 and geo["pbs_used_hybrid_over_static"] == pytest.approx(math.sqrt(0.5 * 1.0))
     assert geo["network_power_w_hybrid_over_static"] == pytest.approx(2.0) and geo["hops_hybrid_over_static"] == 1.0
+
+
+def test_the_grid_reading_leaves_out_the_designs_whose_values_the_seed_does_not_state():
+    runs = synthetic_runs()
+    slow = runs[runs["design"] == "D"].assign(design="D-x0-v4-f512-b6", cycles=800)  # the new worst, b6 (NT16)
+    table = run.sensitivity(pd.concat([runs, slow], ignore_index=True))
+    hybrid_perf = table[(table["cgra"] == "pipelined") & (table["network"] == "hybrid") & (table["metric"] == "perf")]
+    ours = hybrid_perf.set_index("reading")["ours"]
+    assert ours["grid without x4 and b6"] == pytest.approx(4.0)  # as without the b6 design: sqrt(8 * 2)
+    assert ours["default"] == pytest.approx(math.sqrt(16 * 8), abs=0.005)  # a: 800/50, b: 800/100 (2 decimals)
