@@ -64,8 +64,9 @@ changes):
   (L400), as above; ``--normalise LABEL`` divides by that design's metric instead (apps where it does not
   map drop out of the geomeans).
 - ``--window-check``: every row is simulated at ``--window`` W and again at 2W (same solves) into
-  ``runs_2w.csv``; ``window_check.csv`` gives each Fig 3.16 ratio at W and 2W and the relative change; W is
-  long enough when no ratio moves by more than 2 %.
+  ``runs_2w.csv``; ``window_check.csv`` gives each Fig 3.16 ratio at W and 2W and the relative change over the
+  rows solved alike at both (``same_solves``; ``window_left_out.csv`` lists the others); W is long enough when
+  no ratio moves by more than 2 %.
 - window: 4096 firings (``--window`` sets another). The window check of a two-app pilot (dotproduct, tpchq6)
   at 1024 moved the perf ratios by 6 %: the congested dynamic designs, which are the per-app worst, gain 6–7 %
   cycles from 1024 to 2048 firings, and the gain halves with each doubling (below 2 % from 4096 to 8192).
@@ -634,6 +635,35 @@ def solver_vs_baseline(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SOLVER_COLUMNS = ["place_obj", "split_status", "split_obj", "route_status", "route_obj", "vc_status", "vc_obj",
+                  "vcs", "pbs_used"]
+KEYS = ["app", "par", "design", "execution"]
+
+
+def same_solves(runs: pd.DataFrame, runs_2w: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The rows of ``runs`` and ``runs_2w`` the window check may compare: those in both whose solves agree in
+    every ``SOLVER_COLUMNS`` value (a row solved again for its 2W simulation, rather than simulated twice from
+    one solve, can differ where a wall-clock backstop stopped a solve). Returns (runs, runs_2w, the rows left
+    out with the reason: ``differs: <columns>`` or ``missing at 2W``)."""
+    joined = runs.merge(runs_2w, on=KEYS, how="left", suffixes=("", "_2w"), indicator=True)
+    reasons = pd.Series("", index=joined.index)
+    for column in SOLVER_COLUMNS:
+        w, w2 = joined[column], joined[f"{column}_2w"]
+        same = (w == w2) | (w.isna() & w2.isna())
+        if w.dtype.kind == "f" and w2.dtype.kind == "f":
+            same |= (w - w2).abs() <= 1e-9 * (1 + w.abs())
+        reasons[~same] += column + " "
+    reasons = ("differs: " + reasons.str.strip()).where(reasons != "", "")
+    reasons[joined["_merge"] == "left_only"] = "missing at 2W"
+    agree = joined.loc[reasons == "", KEYS]
+
+    def keep(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.merge(agree, on=KEYS, how="inner")[list(frame.columns)]
+
+    left_out = joined.loc[reasons != "", [*KEYS, "backstop_fired", "backstop_fired_2w"]]
+    return keep(runs), keep(runs_2w), left_out.assign(reason=reasons[reasons != ""])
+
+
 def window_check(fig_w: pd.DataFrame, fig_2w: pd.DataFrame, window: int) -> pd.DataFrame:
     """Each Fig 3.16 ratio (best design per CGRA class and network, per metric) at ``window`` and at twice it."""
     rows = []
@@ -773,8 +803,11 @@ def main() -> None:
         print(versus.to_string(index=False))
 
     if args.window_check:
-        _, _, fig316_2w = summarise(pd.read_csv(out / "runs_2w.csv"), reference=reference)
-        check = window_check(fig316, fig316_2w, scale.window)
+        runs_w, runs_2w, left_out = same_solves(runs, pd.read_csv(out / "runs_2w.csv"))
+        left_out.to_csv(out / "window_left_out.csv", index=False)
+        _, _, fig316_w = summarise(runs_w, reference=reference)
+        _, _, fig316_2w = summarise(runs_2w, reference=reference)
+        check = window_check(fig316_w, fig316_2w, scale.window).assign(rows=len(runs_w), rows_left_out=len(left_out))
         check.to_csv(out / "window_check.csv", index=False)
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(check.to_string(index=False))

@@ -253,3 +253,16 @@ def test_the_grid_reading_leaves_out_the_designs_whose_values_the_seed_does_not_
     ours = hybrid_perf.set_index("reading")["ours"]
     assert ours["grid without x4 and b6"] == pytest.approx(4.0)  # as without the b6 design: sqrt(8 * 2)
     assert ours["default"] == pytest.approx(math.sqrt(16 * 8), abs=0.005)  # a: 800/50, b: 800/100 (2 decimals)
+
+
+def test_the_window_check_compares_only_rows_solved_alike_at_both_windows():
+    runs = synthetic_runs().assign(place_obj=1.0, split_status="optimal", split_obj=2.0, route_status="optimal",
+                                   route_obj=3.0, vc_status="optimal", vc_obj=0.0, pbs_used=5, backstop_fired="")
+    longer = runs.assign(cycles=runs["cycles"] * 1.01)
+    longer.loc[(longer["app"] == "a") & (longer["design"] == "S"), ["route_obj", "backstop_fired"]] = [4.0, "route"]
+    longer = longer[~((longer["app"] == "b") & (longer["design"] == "H"))]
+    w, w2, left_out = run.same_solves(runs, longer)
+    assert len(w) == len(w2) == 4
+    reasons = left_out.set_index(["app", "design"])["reason"]
+    assert reasons[("a", "S")] == "differs: route_obj" and reasons[("b", "H")] == "missing at 2W"
+    assert left_out.set_index(["app", "design"]).loc[("a", "S"), "backstop_fired_2w"] == "route"
