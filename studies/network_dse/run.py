@@ -104,6 +104,9 @@ from solvermap.mappers.plasticine import network as net
 HERE = Path(__file__).parent
 README = HERE.parents[1] / "README.md"
 BEGIN, END = "<!-- network-fig316:begin (written by studies/network_dse/run.py) -->", "<!-- network-fig316:end -->"
+SEED_README = HERE / "README.md"  # the seed-scale block: written once every row of the scale is in
+SEED_BEGIN = "<!-- network-fig316-seed:begin (written by studies/network_dse/run.py) -->"
+SEED_END = "<!-- network-fig316-seed:end -->"
 APPS = ["dotproduct", "outerproduct", "blackscholes", "tpchq6", "lattice", "gda", "gemm", "kmeans", "logreg",
         "sgd", "lstm", "gru", "lenet"]
 PAR_LIMIT = {"dotproduct": 16, "outerproduct": 8, "blackscholes": 4, "tpchq6": 4, "lattice": 3, "gda": 8,
@@ -750,10 +753,55 @@ def fig316_block(fig316: pd.DataFrame) -> str:
 
 def write_readme(fig316: pd.DataFrame) -> None:
     """Replace the README's Fig 3.16 block (between its markers) with the table of ``fig316``."""
-    text = README.read_text()
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        README.write_text(head + fig316_block(fig316) + rest.split(END, 1)[1])
+    replace_block(README, BEGIN, END, fig316_block(fig316))
+
+
+def replace_block(path: Path, begin: str, end: str, block: str) -> None:
+    """Replace the text between ``begin`` and ``end`` in ``path`` (markers included) by ``block``."""
+    text = path.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        path.write_text(head + block + rest.split(end, 1)[1])
+
+
+def missing_rows(runs: pd.DataFrame, scale: Scale, factors: tuple[int, ...], apps: list[str] = APPS) -> int:
+    """How many (app, par, design, execution) rows of the scale ``runs`` does not hold yet."""
+    done = set(map(tuple, runs[KEYS].itertuples(index=False)))
+    return sum((app, par, label, execution) not in done
+               for app in apps for par in pars(app, factors) for label, execution, *_ in scale.designs)
+
+
+def seed_block(fig316: pd.DataFrame, sensitivity_table: pd.DataFrame, ceiling_table: pd.DataFrame,
+               check: pd.DataFrame | None) -> str:
+    """The study README's seed-scale block: the Fig 3.16 table, each seed ratio under every reading of
+    ``sensitivity`` (within 25 % marked), the ideal network's perf caps and the window check's largest move."""
+    table = fig316_block(fig316).replace(BEGIN, SEED_BEGIN).replace(END, SEED_END)
+    given = sensitivity_table[sensitivity_table["seed"].notna()]
+    cells = list(dict.fromkeys(zip(given["cgra"], given["network"], given["metric"])))
+    short = {"pipelined": "pipe", "time_scheduled": "t-s", "perf": "perf", "perf_per_w": "perf/W",
+             "perf_per_area": "perf/area"}
+    head = [f"{short[c]} {n[0].upper()} {short[m]} ({seed:.1f})" for (c, n, m), seed in
+            zip(cells, given.drop_duplicates(["cgra", "network", "metric"])["seed"])]
+    lines = ["", "Each seed ratio under other readings (`sensitivity.csv`; ours, ✓ within 25 % of the seed's, "
+             "seed in brackets):", "", "| reading | " + " | ".join(head) + " |", "|---|" + "--:|" * len(cells)]
+    for reading, group in given.groupby("reading", sort=False):
+        by_cell = group.set_index(["cgra", "network", "metric"])
+        row = []
+        for cell_key in cells:
+            ours, ok = by_cell.loc[cell_key, "ours"], by_cell.loc[cell_key, "within_25pct"]
+            row.append("—" if pd.isna(ours) else f"{ours:.2f}{' ✓' if ok is True else ''}")
+        lines.append(f"| {reading} | " + " | ".join(row) + " |")
+    caps = ceiling_table[ceiling_table["app"] == "geomean"].set_index("execution")["cap"]
+    lines += ["", "The ideal network caps the perf ratio (`ceiling.csv`, geomean over apps): "
+              + ", ".join(f"{e.replace('_', '-')} {cap:.2f}" for e, cap in caps.items()) + "."]
+    if check is not None:
+        worst = check.loc[check["rel_change"].idxmax()]
+        lines += ["", f"Window check (`window_check.csv`): from {int(worst['window']):,} to {int(worst['window_2x']):,} "
+                  f"firings no ratio moves by more than {100 * worst['rel_change']:.1f} % ({worst['cgra']} "
+                  f"{worst['network']} {worst['metric']}), over {int(worst['rows']):,} rows solved alike at both "
+                  f"({int(worst['rows_left_out']):,} left out, `window_left_out.csv`)."]
+    body = table.split(SEED_END)[0].rstrip("\n") + "\n" + "\n".join(lines) + "\n\n" + SEED_END
+    return body
 
 
 def main() -> None:
@@ -791,8 +839,10 @@ def main() -> None:
     vcs.to_csv(out / "vcs.csv")
     versus = solver_vs_baseline(runs)
     versus.to_csv(out / "solver_vs_baseline.csv", index=False)
-    sensitivity(runs, {label for label, *_ in scale.designs}).to_csv(out / "sensitivity.csv", index=False)
-    ceiling(runs, chosen).to_csv(out / "ceiling.csv", index=False)
+    sensitivity_table = sensitivity(runs, {label for label, *_ in scale.designs})
+    sensitivity_table.to_csv(out / "sensitivity.csv", index=False)
+    ceiling_table = ceiling(runs, chosen)
+    ceiling_table.to_csv(out / "ceiling.csv", index=False)
     hybrid_vs_static(chosen).to_csv(out / "hybrid_vs_static.csv", index=False)
     plot(summary, fig316, out / "network_dse.png")
     if out.resolve() == (HERE / "results").resolve():
@@ -811,6 +861,13 @@ def main() -> None:
         check.to_csv(out / "window_check.csv", index=False)
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(check.to_string(index=False))
+    if out.resolve() == (HERE / "results_seed").resolve() and scale.name == "seed":
+        left = missing_rows(runs, scale, factors)
+        if left:
+            print(f"results_seed: {left} rows of the scale are not in yet; the README's seed block is not written")
+        else:
+            replace_block(SEED_README, SEED_BEGIN, SEED_END,
+                          seed_block(fig316, sensitivity_table, ceiling_table, check if args.window_check else None))
 
 
 if __name__ == "__main__":

@@ -266,3 +266,31 @@ def test_the_window_check_compares_only_rows_solved_alike_at_both_windows():
     reasons = left_out.set_index(["app", "design"])["reason"]
     assert reasons[("a", "S")] == "differs: route_obj" and reasons[("b", "H")] == "missing at 2W"
     assert left_out.set_index(["app", "design"]).loc[("a", "S"), "backstop_fired_2w"] == "route"
+
+
+def test_missing_rows_counts_the_scales_rows_not_in_yet():
+    scale = run.Scale("tiny", {}, [("S", "pipelined", "static", {}), ("H", "pipelined", "hybrid", {})], False,
+                      run.HERE, 64)
+    runs = pd.DataFrame([{"app": "gemm", "par": 4, "design": "S", "execution": "pipelined"}])
+    assert run.missing_rows(runs, scale, (1, 2), apps=["gemm"]) == 3  # pars 4 and 8, two designs, one done
+
+
+def test_the_seed_block_puts_each_given_seed_ratio_under_every_reading_with_caps_and_the_window_check():
+    runs = synthetic_runs().assign(ideal_cycles=40.0)
+    chosen, _, fig = run.summarise(runs)
+    table = run.sensitivity(runs)
+    check = run.window_check(fig, fig.assign(ours_perf=fig["ours_perf"] * 1.01), 4096).assign(rows=6, rows_left_out=0)
+    block = run.seed_block(fig, table, run.ceiling(runs, chosen), check)
+    assert block.startswith(run.SEED_BEGIN) and block.endswith(run.SEED_END)
+    assert "| 6.4 / 4.00 (H) |" in block.replace("| pipelined | hybrid ", "")
+    assert "pipe H perf (6.4)" in block and "t-s S perf/area (2.6)" in block and "t-s S perf/W" not in block
+    assert all(f"| {name} |" in block for name, *_ in run.READINGS)
+    assert "pipelined 7.07" in block  # ceiling: sqrt(400/40 * 200/40)
+    assert "no ratio moves by more than 1.0 %" in block
+
+
+def test_replace_block_keeps_the_text_around_the_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{run.SEED_BEGIN}\nold\n{run.SEED_END}\nafter\n")
+    run.replace_block(readme, run.SEED_BEGIN, run.SEED_END, f"{run.SEED_BEGIN}\nnew\n{run.SEED_END}")
+    assert readme.read_text() == f"before\n{run.SEED_BEGIN}\nnew\n{run.SEED_END}\nafter\n"
