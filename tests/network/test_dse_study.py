@@ -294,3 +294,12 @@ def test_replace_block_keeps_the_text_around_the_markers(tmp_path):
     readme.write_text(f"before\n{run.SEED_BEGIN}\nold\n{run.SEED_END}\nafter\n")
     run.replace_block(readme, run.SEED_BEGIN, run.SEED_END, f"{run.SEED_BEGIN}\nnew\n{run.SEED_END}")
     assert readme.read_text() == f"before\n{run.SEED_BEGIN}\nnew\n{run.SEED_END}\nafter\n"
+
+
+def test_pars_within_one_percent_of_the_fastest_count_as_equally_fast_and_the_smallest_is_taken():
+    runs = synthetic_runs()
+    close = runs[(runs["app"] == "a") & (runs["design"] == "H")].assign(par=2, cycles=49.8)  # 0.4 % faster
+    far = runs[(runs["app"] == "b") & (runs["design"] == "H")].assign(par=2, cycles=90)  # 10 % faster
+    chosen = run.best_par(pd.concat([runs, close, far], ignore_index=True)).set_index(["app", "design"])
+    assert chosen.loc[("a", "H"), "par"] == 1 and chosen.loc[("a", "H"), "cycles"] == 50
+    assert chosen.loc[("b", "H"), "par"] == 2
