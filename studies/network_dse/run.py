@@ -572,25 +572,37 @@ def sensitivity(runs: pd.DataFrame, designs: set[str] | None = None) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def ceiling(runs: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
+def ceiling(runs: pd.DataFrame, chosen: pd.DataFrame, by_pars: bool = True) -> pd.DataFrame:
     """How far any network could take each perf ratio: per app and CGRA class, the worst design's cycles (the
     default normalisation, ``chosen`` from ``summarise``) over the fewest cycles of the ideal network (zero
     latency, unlimited bandwidth, same mapping) at any par and design of the study, beside the best kept
-    design's ratio; a ``geomean`` row per class. No design runs faster than its ideal network, so no design's
-    perf ratio, nor its geomean, exceeds ``cap``: where the seed's ratio is above it, the shortfall is in the
-    compute side (the CGRA class's ideal cycles at the study's pars), not in the network designs."""
+    design's ratio, and the worst design's par and its own overhead over its ideal network; a ``geomean`` row
+    per class. No design runs faster than its ideal network, so no design's perf ratio, nor its geomean,
+    exceeds ``cap``: where the seed's ratio is above it, the shortfall is in how much slower than the compute
+    the worst network runs, not in the better network designs. With ``by_pars``, further geomean rows
+    (``pars`` = k) give the same over each app's k smallest pars only: whether the par range sets the cap."""
     ok = runs[runs["status"] == "ok"]
     ideal = ok.groupby(["app", "execution"])["ideal_cycles"].min()
     rows = []
     for (app, execution), group in chosen.groupby(["app", "execution"]):
-        worst, best = group["cycles"].max(), group.loc[group["kept"], "cycles"].min()
-        rows.append({"app": app, "execution": execution, "worst_design": group.loc[group["cycles"].idxmax(), "design"],
-                     "worst_cycles": worst, "best_kept_cycles": best, "ideal_cycles": ideal[(app, execution)],
-                     "ratio": worst / best, "cap": worst / ideal[(app, execution)]})
+        worst = group.loc[group["cycles"].idxmax()]
+        kept = group[group["kept"]]
+        best = kept.loc[kept["cycles"].idxmin()]
+        rows.append({"pars": "all", "app": app, "execution": execution, "worst_design": worst["design"],
+                     "worst_par": worst["par"], "worst_overhead": worst["overhead"], "worst_cycles": worst["cycles"],
+                     "best_kept_design": best["design"], "best_kept_par": best["par"],
+                     "best_kept_cycles": best["cycles"], "ideal_cycles": ideal[(app, execution)],
+                     "ratio": worst["cycles"] / best["cycles"], "cap": worst["cycles"] / ideal[(app, execution)]})
     table = pd.DataFrame(rows)
     for execution, group in table.groupby("execution"):
-        rows.append({"app": "geomean", "execution": execution, "ratio": geomean(group["ratio"]),
+        rows.append({"pars": "all", "app": "geomean", "execution": execution, "ratio": geomean(group["ratio"]),
                      "cap": geomean(group["cap"])})
+    if by_pars and len(ok):
+        rank = runs.groupby("app")["par"].rank(method="dense")
+        for k in range(1, int(rank.max())):
+            fewer = runs[rank <= k]
+            part = ceiling(fewer, summarise(fewer)[0], by_pars=False)
+            rows += part[part["app"] == "geomean"].assign(pars=str(k)).to_dict("records")
     return pd.DataFrame(rows)
 
 
@@ -798,7 +810,8 @@ def seed_block(fig316: pd.DataFrame, sensitivity_table: pd.DataFrame, ceiling_ta
             ours, ok = by_cell.loc[cell_key, "ours"], by_cell.loc[cell_key, "within_25pct"]
             row.append("—" if pd.isna(ours) else f"{ours:.2f}{' ✓' if ok is True else ''}")
         lines.append(f"| {reading} | " + " | ".join(row) + " |")
-    caps = ceiling_table[ceiling_table["app"] == "geomean"].set_index("execution")["cap"]
+    caps = ceiling_table[(ceiling_table["app"] == "geomean") & (ceiling_table["pars"] == "all")]
+    caps = caps.set_index("execution")["cap"]
     lines += ["", "The ideal network caps the perf ratio (`ceiling.csv`, geomean over apps): "
               + ", ".join(f"{e.replace('_', '-')} {cap:.2f}" for e, cap in caps.items()) + "."]
     if check is not None:

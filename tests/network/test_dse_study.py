@@ -303,3 +303,15 @@ def test_pars_within_one_percent_of_the_fastest_count_as_equally_fast_and_the_sm
     chosen = run.best_par(pd.concat([runs, close, far], ignore_index=True)).set_index(["app", "design"])
     assert chosen.loc[("a", "H"), "par"] == 1 and chosen.loc[("a", "H"), "cycles"] == 50
     assert chosen.loc[("b", "H"), "par"] == 2
+
+
+def test_the_ceiling_by_pars_repeats_the_geomeans_over_each_apps_smallest_pars():
+    runs = synthetic_runs().assign(ideal_cycles=40.0)
+    faster = runs.assign(par=2, cycles=runs["cycles"] / 2, ideal_cycles=20.0)
+    both = pd.concat([runs, faster], ignore_index=True)
+    table = run.ceiling(both, run.summarise(both)[0])
+    geo = table[table["app"] == "geomean"].set_index("pars")
+    assert geo.loc["all", "cap"] == pytest.approx(math.sqrt((200 / 20) * (100 / 20)))  # worst at par 2, ideal 20
+    assert geo.loc["1", "cap"] == pytest.approx(math.sqrt((400 / 40) * (200 / 40)))  # par 1 only
+    row = table[(table["app"] == "a") & (table["pars"] == "all")].iloc[0]
+    assert row["worst_design"] == "D" and row["worst_par"] == 2 and row["best_kept_par"] == 2
