@@ -154,10 +154,11 @@ def lattice(par: int = 1, n: int = 1048576, dims: int = 4) -> DataflowGraph:
     return app.finish()
 
 
-@register("gda", FAMILY, "Gaussian discriminant analysis, 1024 samples x 127 features (Table 3.1)", params={"par": _par(2, 8)})
+@register("gda", FAMILY, "Gaussian discriminant analysis, 1024 samples x 127 features (Table 3.1)", params={"par": _par(2, 32)})
 def gda(par: int = 2, rows: int = 1024, cols: int = 127) -> DataflowGraph:
-    """sub = x_r − μ_{y_r} into an SRAM, then sigma[i, :] += sub[i]·sub (par rows of sigma at a time)."""
-    _check_par(par, 8)
+    """sub = x_r − μ_{y_r} into an SRAM, then sigma[i, :] += sub[i]·sub (par rows of sigma at a time, up to 32
+    of its 128)."""
+    _check_par(par, 32)
     c = -(-cols // LANES) * LANES  # padded to whole vectors
     app = AppBuilder("gda", par, f"{cols}x{rows}")
     x_mem = app.sram("x_tile", c, buffers=2)
@@ -183,10 +184,11 @@ def gda(par: int = 2, rows: int = 1024, cols: int = 127) -> DataflowGraph:
     return app.finish()
 
 
-@register("gemm", FAMILY, "general matrix multiply 256x256x256 (Table 3.1)", params={"par": _par(4, 16)})
+@register("gemm", FAMILY, "general matrix multiply 256x256x256 (Table 3.1)", params={"par": _par(4, 64)})
 def gemm(par: int = 4, n: int = 256, tile: int = 64) -> DataflowGraph:
-    """Tiled C += A·B: for k, i (par rows), j vector: C[i, j] += A[i, k]·B[k, j]; B row broadcast."""
-    _check_par(par, 16)
+    """Tiled C += A·B: for k, i (par rows, up to the tile's 64), j vector: C[i, j] += A[i, k]·B[k, j]; B row
+    broadcast."""
+    _check_par(par, 64)
     app = AppBuilder("gemm", par, f"{n}x{n}x{n}")
     a_mem, b_mem = app.sram("a_tile", tile * tile, buffers=2), app.sram("b_tile", tile * tile, buffers=2)
     c_mem = app.sram("c_tile", tile * tile)

@@ -70,7 +70,8 @@ changes):
 - window: 4096 firings (``--window`` sets another). The window check of a two-app pilot (dotproduct, tpchq6)
   at 1024 moved the perf ratios by 6 %: the congested dynamic designs, which are the per-app worst, gain 6–7 %
   cycles from 1024 to 2048 firings, and the gain halves with each doubling (below 2 % from 4096 to 8192).
-- ``--par-factors``: pars = factor × the app's default par, capped by ``PAR_LIMIT``; default 1,2, and 1,2,4 at
+- ``--par-factors``: pars = factor × the app's default par, capped by ``PAR_LIMIT`` (``--par-cap N``: by N
+  instead, within the app's own par range; for experiments beyond the study's pars); default 1,2, and 1,2,4 at
   seed scale, where the seed lets each network take the parallelization that fits it (L445: "low-bandwidth
   networks perform best with small unrolling factors"; L443: "more bandwidth permits a higher parallelization
   factor"). A gemm pilot at seed scale (7 named designs, pars 4/8/16, study README) shows what two pars cut
@@ -97,6 +98,7 @@ from solvermap.formulations import vc_allocation as vc_model
 from solvermap.formulations.solver import SolverConfig
 from solvermap.hardware.targets import load_target
 from solvermap.ir.workloads import build
+from solvermap.ir.workloads import info as workload_info
 from solvermap.mappers.pipeline import Context
 from solvermap.mappers.plasticine import PIPELINE
 from solvermap.mappers.plasticine import network as net
@@ -161,6 +163,7 @@ class Scale:
     out: Path
     window: int  # simulation window: firings of the busiest unit
     par_factors: tuple[int, ...] = (1, 2)  # pars = factor x the app's default par, capped by PAR_LIMIT
+    par_cap: int | None = None  # --par-cap: this cap instead of PAR_LIMIT (within the app's own limit)
 
     @property
     def tag(self) -> str:
@@ -220,9 +223,12 @@ def spec_for(preset: str, overrides: dict, execution: str, array: dict | None = 
     return load_target(f"plasticine-{preset}", {**(array or {}), **overrides, "network.execution": execution})
 
 
-def pars(app: str, factors: tuple[int, ...] = (1, 2)) -> list[int]:
+def pars(app: str, factors: tuple[int, ...] = (1, 2), cap: int | None = None) -> list[int]:
+    """factor × the app's default par for each factor, capped by ``PAR_LIMIT`` (or by ``cap``, itself capped
+    by the app's own limit: the workload's ``par`` range)."""
     default = int(build(app, "plasticine", {}).params.get("par", 1))
-    return sorted({min(PAR_LIMIT[app], f * default) if f > 1 else default for f in factors})
+    limit = PAR_LIMIT[app] if cap is None else min(cap, int(workload_info(app, "plasticine").specs["par"].high))
+    return sorted({min(limit, f * default) if f > 1 else default for f in factors})
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Scale, tuple[int, ...], str | None]:
@@ -240,6 +246,10 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
             factors = ()
         if not factors or min(factors) < 1:
             parser.error(f"--par-factors: {args.par_factors!r} is not a comma-separated list of integers >= 1")
+    if args.par_cap is not None:
+        if args.par_cap < 1:
+            parser.error(f"--par-cap: {args.par_cap} is not a positive parallelization factor")
+        scale = dataclasses.replace(scale, par_cap=args.par_cap)
     if args.window is not None and args.window < 1:
         parser.error(f"--window: {args.window} is not a positive number of firings")
     if args.window is not None:
@@ -360,7 +370,7 @@ def collect(apps: list[str], out: Path, cache: Path, time_limit: float, window: 
     keys, keys_2w = finished(csv), finished(csv_2w)
     config = SolverConfig(time_limit_s=time_limit)
     for app in apps:
-        for par in pars(app, factors):
+        for par in pars(app, factors, scale.par_cap):
             placements: dict = {}
             solved: dict = {}  # (io, execution, solve_key) -> (design, its solver columns, solved context | None)
             for label, execution, preset, overrides in scale.designs:
@@ -786,8 +796,8 @@ def replace_block(path: Path, begin: str, end: str, block: str) -> None:
 def missing_rows(runs: pd.DataFrame, scale: Scale, factors: tuple[int, ...], apps: list[str] = APPS) -> int:
     """How many (app, par, design, execution) rows of the scale ``runs`` does not hold yet."""
     done = set(map(tuple, runs[KEYS].itertuples(index=False)))
-    return sum((app, par, label, execution) not in done
-               for app in apps for par in pars(app, factors) for label, execution, *_ in scale.designs)
+    return sum((app, par, label, execution) not in done for app in apps
+               for par in pars(app, factors, scale.par_cap) for label, execution, *_ in scale.designs)
 
 
 def seed_block(fig316: pd.DataFrame, sensitivity_table: pd.DataFrame, ceiling_table: pd.DataFrame,
@@ -836,6 +846,8 @@ def main() -> None:
                         help="seed: the 14x14 array and the Table 3.2 grid (module docstring)")
     parser.add_argument("--par-factors", default=None,
                         help="pars = factor x the app's default par (capped); default 1,2 (seed scale: 1,2,4)")
+    parser.add_argument("--par-cap", type=int, default=None,
+                        help="cap pars here instead of the study's PAR_LIMIT (within each app's own par range)")
     parser.add_argument("--normalise", default="worst", help="worst (L400) or a design label to divide by")
     parser.add_argument("--window-check", action="store_true", help="also simulate at 2 x --window; window_check.csv")
     parser.add_argument("--designs", default=None, help="only these design labels of the scale (comma-separated)")

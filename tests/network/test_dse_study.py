@@ -141,6 +141,7 @@ def test_a_shared_solve_resimulated_on_another_design_equals_solving_that_design
                                           (["--par-factors", "1,x"], "--par-factors"),
                                           (["--scale", "huge"], "--scale"),
                                           (["--window", "0"], "--window"),
+                                          (["--par-cap", "0"], "--par-cap"),
                                           (["--designs", "H-x9-v2-f128"], "--designs")])
 def test_a_bad_flag_exits_2_naming_the_flag(flags, field, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(sys, "argv", ["run", "--out", str(tmp_path), "--analyse-only", *flags])
@@ -153,7 +154,7 @@ def test_a_bad_flag_exits_2_naming_the_flag(flags, field, monkeypatch, capsys, t
 def test_designs_cuts_the_scale_to_the_named_labels_in_both_classes():
     parser = run.argparse.ArgumentParser()
     args = run.argparse.Namespace(apps="dotproduct", par_factors="1,2", window=None, scale="seed", normalise="worst",
-                                  designs="S-x1-db,D-x0-v4-f512-b3")
+                                  designs="S-x1-db,D-x0-v4-f512-b3", par_cap=None)
     scale, factors, reference = run.checked(parser, args)
     assert [(label, execution) for label, execution, _, _ in scale.designs] == [
         ("S-x1-db", "pipelined"), ("D-x0-v4-f512-b3", "pipelined"),
@@ -164,7 +165,7 @@ def test_designs_cuts_the_scale_to_the_named_labels_in_both_classes():
 def test_the_seed_scale_runs_four_times_the_default_par_unless_par_factors_says_otherwise():
     parser = run.argparse.ArgumentParser()
     args = run.argparse.Namespace(apps="gemm", par_factors=None, window=None, scale="seed", normalise="worst",
-                                  designs=None)
+                                  designs=None, par_cap=None)
     assert run.checked(parser, args)[1] == (1, 2, 4)
     assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "scale": "default"}))[1] == (1, 2)
     assert run.checked(parser, run.argparse.Namespace(**{**vars(args), "par_factors": "1,2"}))[1] == (1, 2)
@@ -315,3 +316,13 @@ def test_the_ceiling_by_pars_repeats_the_geomeans_over_each_apps_smallest_pars()
     assert geo.loc["1", "cap"] == pytest.approx(math.sqrt((400 / 40) * (200 / 40)))  # par 1 only
     row = table[(table["app"] == "a") & (table["pars"] == "all")].iloc[0]
     assert row["worst_design"] == "D" and row["worst_par"] == 2 and row["best_kept_par"] == 2
+
+
+def test_par_cap_replaces_the_studys_cap_within_the_apps_own_par_range():
+    assert run.pars("gemm", (1, 2, 4)) == [4, 8, 16]  # PAR_LIMIT 16
+    assert run.pars("gemm", (1, 8, 16), cap=64) == [4, 32, 64]
+    assert run.pars("gemm", (1, 32), cap=1000) == [4, 64]  # gemm's own range ends at the tile's 64 rows
+    parser = run.argparse.ArgumentParser()
+    args = run.argparse.Namespace(apps="gemm", par_factors="1,8", window=None, scale="seed", normalise="worst",
+                                  designs=None, par_cap=32)
+    assert run.checked(parser, args)[0].par_cap == 32
