@@ -447,9 +447,10 @@ def best_par(runs: pd.DataFrame, threshold: float = 0.10, select: str = "points"
     par and is not kept. Pars whose cycles are within ``PAR_TIE`` (1 %) of the fastest count as equally fast and
     the smallest of them is taken: a larger par that gains less than the window's own measurement noise (about
     1 % of cycles between 4,096 and 8,192 firings) does not fit the network better, and it would otherwise flip
-    with the window (lattice ×2 and ×3 at 273,199 and 273,233 cycles). ``designs``: the fastest par whatever its overhead, then the filter (the study's reading
-    until 27 Nov, which drops a design whose fastest par is congested even when a smaller par is not).
-    ``default-par``: the app's default par only. Rows that failed or deadlocked never count."""
+    with the window (lattice ×2 and ×3 at 273,199 and 273,233 cycles). ``designs``: the fastest par whatever its
+    overhead, then the filter (the study's reading until 27 Nov, which drops a design whose fastest par is
+    congested even when a smaller par is not). ``default-par``: the app's default par only. Rows that failed or
+    deadlocked never count."""
     if select not in SELECTS:
         raise ValueError(f"select: {select!r} is not one of {', '.join(SELECTS)}")
     ok = runs[runs["status"] == "ok"].copy()
@@ -460,7 +461,8 @@ def best_par(runs: pd.DataFrame, threshold: float = 0.10, select: str = "points"
         return ok.loc[ok.groupby(keys)["cycles"].idxmin()].reset_index(drop=True)
     ok["_late"] = ok["overhead"] > threshold
     fastest = ok.sort_values([*keys, "_late", "cycles"], kind="stable").groupby(keys).head(1)
-    ok = ok.merge(fastest[[*keys, "_late", "cycles"]].rename(columns={"_late": "_late_f", "cycles": "_fastest"}), on=keys)
+    fastest = fastest[[*keys, "_late", "cycles"]].rename(columns={"_late": "_late_f", "cycles": "_fastest"})
+    ok = ok.merge(fastest, on=keys)
     ties = ok[(ok["_late"] == ok["_late_f"]) & (ok["cycles"] <= ok["_fastest"] * (1 + PAR_TIE))]
     chosen = ties.sort_values([*keys, "par"], kind="stable").groupby(keys).head(1)
     return chosen.drop(columns=["_late", "_late_f", "_fastest"]).reset_index(drop=True)
@@ -826,9 +828,10 @@ def seed_block(fig316: pd.DataFrame, sensitivity_table: pd.DataFrame, ceiling_ta
               + ", ".join(f"{e.replace('_', '-')} {cap:.2f}" for e, cap in caps.items()) + "."]
     if check is not None:
         worst = check.loc[check["rel_change"].idxmax()]
-        lines += ["", f"Window check (`window_check.csv`): from {int(worst['window']):,} to {int(worst['window_2x']):,} "
-                  f"firings no ratio moves by more than {100 * worst['rel_change']:.1f} % ({worst['cgra']} "
-                  f"{worst['network']} {worst['metric']}), over {int(worst['rows']):,} rows solved alike at both "
+        lines += ["", f"Window check (`window_check.csv`): from {int(worst['window']):,} to "
+                  f"{int(worst['window_2x']):,} firings no ratio moves by more than "
+                  f"{100 * worst['rel_change']:.1f} % ({worst['cgra']} {worst['network']} {worst['metric']}), over "
+                  f"{int(worst['rows']):,} rows solved alike at both "
                   f"({int(worst['rows_left_out']):,} left out, `window_left_out.csv`)."]
     body = table.split(SEED_END)[0].rstrip("\n") + "\n" + "\n".join(lines) + "\n\n" + SEED_END
     return body
