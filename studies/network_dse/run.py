@@ -26,8 +26,8 @@ does not list), pars {default, 2x}, the 16×8 array (18×8 mesh) rather than 14�
     nice .venv/bin/python -m solvermap.studies.network_dse.run [--apps a,b] [--time-limit 10] [--out DIR]
 
 Rows are appended to ``runs.csv`` as they finish (a rerun skips finished rows); ``--cache`` keeps the
-partition/merge results (default runs/network_dse_cache). Writes runs.csv (every run), chosen.csv (the par
-kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
+partition/merge solves as JSON (``SolveCache``, never pickles; default runs/network_dse_cache). Writes
+runs.csv (every run), chosen.csv (the par kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
 (ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, sensitivity.csv,
 ceiling.csv, hybrid_vs_static.csv, network_dse.png.
 ``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
@@ -40,7 +40,7 @@ changes):
 - array NT15: 14×14 end-point PBs (L400) in the presets' 1:1 PCU/PMU checkerboard (L251, assumption A1),
   i.e. 98 PCUs and 98 PMUs; the DAGs sit in one column on each side (L489, as NT1 and A8), 14 per side, so the
   mesh is 14×16. The seed gives no PCU/PMU counts for its 14×14 array (digest §0). Partition and merge run
-  against this array (their cache files carry ``-14x14``).
+  against this array (the cache keys on each decision's problem, so the two arrays' entries never mix).
 - designs: the Table 3.2 grid (L388–396), per CGRA class, ``SEED_GRID``:
   S × x ∈ {1, 2, 3, 4} × {db, cd}: flow control and static bandwidth are the static axes (L304–310, Fig 3.14,
   L417–419); S-x1 and S-x2 are named (L443–445), x3 is the static peer of the 3× hybrid (L435, L447 compares
@@ -86,7 +86,6 @@ import argparse
 import dataclasses
 import itertools
 import math
-import pickle
 import time
 import traceback
 from pathlib import Path
@@ -102,6 +101,7 @@ from solvermap.ir.workloads import info as workload_info
 from solvermap.mappers.pipeline import Context
 from solvermap.mappers.plasticine import PIPELINE
 from solvermap.mappers.plasticine import network as net
+from solvermap.search.cache import SolveCache
 
 HERE = Path(__file__).parent
 README = HERE.parents[1] / "README.md"
@@ -167,7 +167,7 @@ class Scale:
 
     @property
     def tag(self) -> str:
-        """The partition/merge cache files' suffix: empty on the presets' 16x8 array."""
+        """The array's name in cache and memo keys: empty on the presets' 16x8 array."""
         return f"-{self.array['grid.columns']}x{self.array['grid.rows']}" if self.array else ""
 
 
@@ -277,21 +277,27 @@ def io_variant(preset: str) -> str:
     return "static-ports" if preset == "static" else "router-ports"
 
 
+_MAPPED: dict[tuple, object] = {}
+
+
 def mapped(app: str, par: int, io: str, cache: Path, config: SolverConfig, array: dict | None = None, tag: str = ""):
-    """Partition + merge (cached on disk): (workload, vbgraph, merge, decisions the wall-clock backstop stopped)
-    or an error string."""
-    path = cache / f"{app}-p{par}-{io}{tag}.v2.pkl"  # v2: the tuple carries the backstop's decisions
-    if path.exists():
-        return pickle.loads(path.read_bytes())
+    """Partition + merge: (workload, vbgraph, merge, decisions the wall-clock backstop stopped) or an error string.
+
+    Kept for this process in memory and across runs in ``cache`` (the search's :class:`SolveCache`: JSON
+    entries keyed by the decision's problem, code and solver config, never pickles; a solve the backstop
+    stopped is not stored, so another run solves it again)."""
+    memo = (app, par, io, tag, str(cache), config.model_dump_json())
+    if memo in _MAPPED:
+        return _MAPPED[memo]
     spec = load_target("plasticine-static" if io == "static-ports" else "plasticine-hybrid", array or {})
     workload = build(app, "plasticine", {"par": par})
-    ctx = Context(workload=workload, target=spec, solver=config)
+    ctx = Context(workload=workload, target=spec, solver=config, solve_cache=SolveCache(cache, neighbours=0))
     try:
         records = PIPELINE.run(ctx, upto="merge").records
         result = (workload, ctx.state["vbgraph"], ctx.state["merge"], fired(records))
     except SolvermapError as exc:
         result = f"{type(exc).__name__}: {exc}"[:300]
-    path.write_bytes(pickle.dumps(result))
+    _MAPPED[memo] = result
     return result
 
 

@@ -326,3 +326,30 @@ def test_par_cap_replaces_the_studys_cap_within_the_apps_own_par_range():
     args = run.argparse.Namespace(apps="gemm", par_factors="1,8", window=None, scale="seed", normalise="worst",
                                   designs=None, par_cap=32)
     assert run.checked(parser, args)[0].par_cap == 32
+
+
+def test_the_partition_merge_cache_is_json_and_a_planted_pickle_is_never_opened(tmp_path, monkeypatch):
+    import pickle
+
+    marker = tmp_path / "unpickled"
+
+    class Bomb:
+        def __reduce__(self):
+            return (marker.write_text, ("ran",))
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in ("dotproduct-p1-router-ports.v2.pkl", "dotproduct-p1-router-ports.pkl"):
+        (cache / name).write_bytes(pickle.dumps(Bomb()))  # what an older study version left behind
+    config = SolverConfig(time_limit_s=10)
+    first = run.mapped("dotproduct", 1, "router-ports", cache, config)
+    run._MAPPED.clear()  # a new process: only the disk cache is left
+    solves = []
+    real = run.SolveCache.solve
+    monkeypatch.setattr(run.SolveCache, "solve",
+                        lambda self, *a, **k: solves.append(real(self, *a, **k)) or solves[-1])
+    again = run.mapped("dotproduct", 1, "router-ports", cache, config)
+    assert not marker.exists()
+    assert [s.details["cache"] for s in solves] == ["hit", "hit"]  # partition and merge read back from JSON
+    assert again[2] == first[2] and again[3] == first[3] == []
+    assert {p.parent.name for p in cache.rglob("*.json")} == {"partition", "merge"}
