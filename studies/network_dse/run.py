@@ -27,9 +27,9 @@ does not list), pars {default, 2x}, the 16×8 array (18×8 mesh) rather than 14�
 
 Rows are appended to ``runs.csv`` as they finish (a rerun skips finished rows); ``--cache`` keeps the
 partition/merge solves as JSON (``SolveCache``, never pickles; default runs/network_dse_cache). Writes
-runs.csv (every run), chosen.csv (the par kept per app and design, normalised metrics, filter), summary.csv (geomeans per design, VCs), fig316.csv
-(ours beside the seed), vcs.csv (VCs per app and design), solver_vs_baseline.csv, sensitivity.csv,
-ceiling.csv, hybrid_vs_static.csv, network_dse.png.
+runs.csv (every run), chosen.csv (the par kept per app and design, normalised metrics, filter), summary.csv
+(geomeans per design, VCs), fig316.csv (ours beside the seed), vcs.csv (VCs per app and design),
+solver_vs_baseline.csv, sensitivity.csv, ceiling.csv, hybrid_vs_static.csv, network_dse.png.
 ``runs.csv``'s ``backstop_fired`` names the decisions of a row whose solve the wall-clock backstop stopped
 (``failed-step``: the step that failed); empty, every solve of the row ended on its deterministic work budget,
 so the row repeats on any machine load.
