@@ -286,7 +286,7 @@ def mapped(app: str, par: int, io: str, cache: Path, config: SolverConfig, array
     Kept for this process in memory and across runs in ``cache`` (the search's :class:`SolveCache`: JSON
     entries keyed by the decision's problem, code and solver config, never pickles; a solve the backstop
     stopped is not stored, so another run solves it again)."""
-    memo = (app, par, io, tag, str(cache), config.model_dump_json())
+    memo = (app, par, io, tag, repr(sorted((array or {}).items())), str(cache), config.model_dump_json())
     if memo in _MAPPED:
         return _MAPPED[memo]
     spec = load_target("plasticine-static" if io == "static-ports" else "plasticine-hybrid", array or {})
